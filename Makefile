@@ -1,0 +1,57 @@
+# Makefile for the snowflake extension (PGXS).
+#
+#   make                   build the library
+#   make install           install library and SQL scripts
+#   make installcheck      pg_regress, isolation and TAP tests, each on a
+#                          temporary cluster (run as a non-root user)
+#   make unittest          the C++ core's unit tests, no server needed
+
+EXTENSION = snowflake
+EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" snowflake.control)
+
+MODULE_big = snowflake
+CORE_OBJS = src/core/epoch.o src/core/generator.o src/core/layout.o
+OBJS = $(CORE_OBJS) \
+	src/pg/decode.o src/pg/layout_registry.o src/pg/module.o src/pg/nextval.o \
+	src/pg/settings.o src/pg/shared_state.o src/pg/status.o src/pg/worker_slot.o
+
+# One source for the install script of the current version; upgrade
+# scripts between released versions live beside it.
+DATA_built = snowflake--$(EXTVERSION).sql
+DATA = $(wildcard src/sql/upgrades/snowflake--*--*.sql)
+EXTRA_CLEAN = test/unit/core_test
+
+REGRESS = api decode errors status upgrade
+REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/conf/preload.conf
+ISOLATION = slot_claims interleaved_nextval
+ISOLATION_OPTS = --temp-instance=tmp_check_iso --temp-config=test/conf/preload.conf
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+
+# The server headers trip -Wregister and -Wunused-parameter under C++17;
+# taking them as system headers keeps our own code at -Werror.
+PG_INCLUDEDIR_SERVER := $(shell $(PG_CONFIG) --includedir-server)
+PG_CPPFLAGS = -isystem $(PG_INCLUDEDIR_SERVER)
+WARNINGS = -Wall -Wextra -Werror
+PG_CXXFLAGS = -std=c++17 -fno-exceptions -fno-rtti $(WARNINGS)
+
+# Link with the C++ driver; skip LLVM bitcode, which ignores PG_CXXFLAGS.
+override with_llvm = no
+include $(PGXS)
+override COMPILER = $(CXX) $(CXXFLAGS)
+
+snowflake--$(EXTVERSION).sql: src/sql/snowflake.sql snowflake.control
+	sed 's/@EXTVERSION@/$(EXTVERSION)/g' $< > $@
+
+# The core alone, with exceptions on, as GoogleTest needs.
+test/unit/core_test: test/unit/core_test.cpp $(CORE_OBJS:.o=.cpp) src/core/*.hpp
+	$(CXX) -std=c++17 -O1 -g $(WARNINGS) -o $@ test/unit/core_test.cpp \
+		$(CORE_OBJS:.o=.cpp) -lgtest -lgtest_main -pthread
+
+unittest: test/unit/core_test
+	test/unit/core_test
+
+.PHONY: unittest

@@ -1,0 +1,41 @@
+--
+-- snowflake_status(): the layout in force, slot use, counters, and the
+-- drift bound under sequence overflow.
+--
+SET timezone = 'UTC';
+
+SELECT epoch, timestamp_bits, node_bits, worker_bits, sequence_bits, node_id,
+       max_drift_ms, slots_total
+  FROM snowflake_status();
+
+-- The recorded layout matches the running one.
+SELECT first_id, epoch, node_bits, worker_bits, sequence_bits FROM snowflake_layout;
+
+-- Claiming a slot uses one; IDs are counted exactly.
+SELECT slots_used AS used_before, ids_issued AS issued_before FROM snowflake_status() \gset
+SELECT count(snowflake_nextval()) FROM generate_series(1, 5000);
+SELECT slots_used - :used_before AS newly_used,
+       ids_issued - :issued_before AS newly_issued
+  FROM snowflake_status();
+
+-- Ten million IDs in one statement outrun 4096 per millisecond: the
+-- generator borrows future milliseconds up to max_drift, then waits for the
+-- clock.
+SELECT overflow_waits AS waits_before FROM snowflake_status() \gset
+SELECT count(snowflake_nextval()) AS burst
+  FROM generate_series(1, 2500) AS a, generate_series(1, 4000) AS b;
+SELECT overflow_waits > :waits_before AS waited,
+       drift_ms BETWEEN 0 AND max_drift_ms AS drift_in_bounds
+  FROM snowflake_status();
+
+-- Right after the burst, with the drift at its bound: no ID's timestamp is
+-- more than max_drift (1000 ms) ahead of a clock read just before it was
+-- issued.  (The clock is read first, so the bound can only be overstated,
+-- by the microseconds between the two reads.)
+SELECT max(timestamptz '2025-01-01 00:00:00+00' + (s.id >> 22) * interval '1 ms'
+           - s.clock_before) < interval '1001 ms' AS within_max_drift,
+       max(timestamptz '2025-01-01 00:00:00+00' + (s.id >> 22) * interval '1 ms'
+           - s.clock_before) > interval '900 ms' AS drift_was_near_bound,
+       count(DISTINCT s.id) = 2000000 AS all_distinct
+  FROM (SELECT clock_timestamp() AS clock_before, snowflake_nextval() AS id
+          FROM generate_series(1, 500) AS a, generate_series(1, 4000) AS b) AS s;

@@ -1,0 +1,26 @@
+--
+-- The upgrade chain: install the first release, update step by step to the
+-- default version, and pin the extension's objects at each step.
+--
+DROP EXTENSION snowflake CASCADE;
+
+SELECT version FROM pg_available_extension_versions
+ WHERE name = 'snowflake' ORDER BY version;
+SELECT source, target, path FROM pg_extension_update_paths('snowflake')
+ WHERE path IS NOT NULL ORDER BY source, target;
+
+CREATE EXTENSION snowflake VERSION '1.0';
+SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
+SELECT pg_describe_object(d.classid, d.objid, 0) AS object
+  FROM pg_depend AS d
+       JOIN pg_extension AS e ON e.oid = d.refobjid
+ WHERE d.refclassid = 'pg_extension'::regclass AND e.extname = 'snowflake'
+ ORDER BY 1;
+
+ALTER EXTENSION snowflake UPDATE;
+SELECT extversion = (SELECT default_version FROM pg_available_extensions
+                      WHERE name = 'snowflake') AS at_default_version
+  FROM pg_extension WHERE extname = 'snowflake';
+
+-- Still working after the update.
+SELECT snowflake_nextval() > 0 AS works;

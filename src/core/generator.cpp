@@ -1,0 +1,24 @@
+/*
+ * generator.cpp
+ *	  Set-up of the per-worker ID generator; the hot path is inline in the
+ *	  header.
+ */
+#include "pure.hpp"
+#include "generator.hpp"
+
+namespace snowflake {
+
+void
+Generator::Start(const Layout &layout, uint32_t node_id, uint32_t worker_id,
+				 int64_t max_drift_ms, Mark after)
+{
+	mark_ = after;
+	fixed_bits_ = (static_cast<uint64_t>(node_id) << layout.NodeShift()) |
+		(static_cast<uint64_t>(worker_id) << layout.WorkerShift());
+	timestamp_shift_ = layout.TimestampShift();
+	max_sequence_ = layout.MaxSequence();
+	max_timestamp_ = layout.MaxTimestamp();
+	max_drift_ms_ = max_drift_ms;
+}
+
+}							/* namespace snowflake */

@@ -1,0 +1,32 @@
+/*
+ * clock.hpp
+ *	  The wall clock, read the cheapest precise way.
+ *
+ * clock_gettime(CLOCK_REALTIME) is served by the vDSO on Linux, so reading
+ * it is not a real system call.
+ */
+#ifndef SNOWFLAKE_PG_CLOCK_HPP
+#define SNOWFLAKE_PG_CLOCK_HPP
+
+#include <cstdint>
+#include <ctime>
+
+inline int64_t
+NowUnixUs(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
+
+inline int64_t
+NowUnixMs(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+#endif							/* SNOWFLAKE_PG_CLOCK_HPP */

@@ -1,0 +1,53 @@
+/*
+ * decode.cpp
+ *	  snowflake_decode(): the fields of an ID, under the layout it was made
+ *	  with.
+ */
+#include "postgres_headers.hpp"
+
+#include "layout_registry.hpp"
+#include "shared_state.hpp"
+#include "timestamps.hpp"
+
+extern "C"
+{
+PG_FUNCTION_INFO_V1(snowflake_decode);
+}
+
+/* The last Unix millisecond that timestamptz can hold. */
+static constexpr int64 kLastTimestampTzUnixMs =
+	(END_TIMESTAMP - 1) / 1000 + kPostgresEpochUnixMs;
+
+extern "C" Datum
+snowflake_decode(PG_FUNCTION_ARGS)
+{
+	int64		id = PG_GETARG_INT64(0);
+	TupleDesc	tupdesc;
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
+
+	RequireSharedState();
+	if (id < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("snowflake ID %lld is out of range", static_cast<long long>(id)),
+				 errdetail("Snowflake IDs are never negative.")));
+
+	const snowflake::Layout &layout = LayoutForId(fcinfo->flinfo->fn_oid, id);
+	snowflake::IdParts parts = snowflake::Decompose(layout, id);
+
+	if (parts.timestamp > kLastTimestampTzUnixMs - layout.epoch_ms)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("snowflake ID %lld is out of range", static_cast<long long>(id)),
+				 errdetail("Its timestamp lies beyond the range of timestamptz under a "
+						   "layout with %d timestamp bits.", layout.TimestampBits())));
+
+	if (get_call_result_type(fcinfo, nullptr, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	values[0] = TimestampTzGetDatum(UnixMsToTimestampTz(layout.epoch_ms + parts.timestamp));
+	values[1] = Int32GetDatum(static_cast<int32>(parts.node_id));
+	values[2] = Int32GetDatum(static_cast<int32>(parts.worker_id));
+	values[3] = Int32GetDatum(static_cast<int32>(parts.sequence));
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+}

@@ -1,0 +1,243 @@
+/*
+ * layout_registry.cpp
+ *	  Reading and extending the snowflake_layout table through SPI.
+ *
+ * The history is cached per backend and reloaded once per transaction, so
+ * snowflake_decode() costs one small query per transaction, not per row.
+ * No C++ object with a destructor lives in these frames: SPI reports errors
+ * by longjmp.
+ */
+#include "postgres_headers.hpp"
+
+#include "layout_registry.hpp"
+#include "settings.hpp"
+#include "shared_state.hpp"
+#include "timestamps.hpp"
+
+namespace {
+
+struct HistoryEntry
+{
+	int64		first_id;
+	snowflake::Layout layout;
+};
+
+/* Where the running layout stands against the recorded history. */
+enum class Standing
+{
+	kRecorded,					/* it is the last recorded layout */
+	kUnrecorded,				/* nothing is recorded at all */
+	kSuccessor,					/* provably above the last one, not recorded */
+	kConflict,					/* would not issue strictly larger IDs */
+};
+
+constexpr int kMaxHistory = 64;
+
+HistoryEntry history[kMaxHistory];
+int			history_len = 0;
+Standing	standing = Standing::kUnrecorded;
+int64		successor_first_id = 0;
+LocalTransactionId history_lxid = InvalidLocalTransactionId;
+
+LocalTransactionId
+CurrentLocalTransactionId(void)
+{
+#if PG_VERSION_NUM >= 170000
+	return MyProc->vxid.lxid;
+#else
+	return MyProc->lxid;
+#endif
+}
+
+/* The extension's table, schema-qualified through one of its functions. */
+char *
+LayoutTableName(Oid fn_oid)
+{
+	char	   *schema = get_namespace_name(get_func_namespace(fn_oid));
+
+	return psprintf("%s.snowflake_layout", quote_identifier(schema));
+}
+
+/*
+ * A running layout different from the last recorded one may take over only
+ * if its smallest ID from this server's floor exceeds the largest ID the
+ * old one could have issued before this server started, allowing for the
+ * largest drift any run may have used.
+ */
+Standing
+JudgeRunningLayout(const SharedState *state)
+{
+	const snowflake::Layout &running = g_settings.layout;
+
+	if (history_len == 0)
+		return Standing::kUnrecorded;
+
+	const snowflake::Layout &last = history[history_len - 1].layout;
+
+	if (last == running)
+		return Standing::kRecorded;
+
+	int64		old_max = snowflake::LargestIdUntil(last, state->started_unix_ms +
+													kMaxDriftLimitMs);
+	int64		new_min = snowflake::SmallestIdFrom(running, running.epoch_ms +
+													state->floor_timestamp);
+
+	if (old_max == INT64_MAX || new_min < 0 || new_min <= old_max)
+		return Standing::kConflict;
+	successor_first_id = new_min;
+	return Standing::kSuccessor;
+}
+
+void
+LoadHistory(Oid fn_oid)
+{
+	SharedState *state = RequireSharedState();
+
+	if (history_lxid == CurrentLocalTransactionId())
+		return;
+
+	SPI_connect();
+	char	   *query = psprintf("SELECT DISTINCT ON (first_id) first_id, "
+								 "(extract(epoch FROM epoch) * 1000)::int8, "
+								 "node_bits, worker_bits, sequence_bits "
+								 "FROM %s ORDER BY first_id, recorded_at",
+								 LayoutTableName(fn_oid));
+
+	if (SPI_execute(query, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the snowflake layout history");
+	if (SPI_processed > kMaxHistory)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("snowflake_layout holds more than %d layouts", kMaxHistory)));
+
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[row];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		HistoryEntry *entry = &history[row];
+
+		entry->first_id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
+		entry->layout.epoch_ms = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
+		entry->layout.node_bits = DatumGetInt32(SPI_getbinval(tuple, desc, 3, &isnull));
+		entry->layout.worker_bits = DatumGetInt32(SPI_getbinval(tuple, desc, 4, &isnull));
+		entry->layout.sequence_bits = DatumGetInt32(SPI_getbinval(tuple, desc, 5, &isnull));
+	}
+	history_len = static_cast<int>(SPI_processed);
+	SPI_finish();
+
+	standing = JudgeRunningLayout(state);
+	history_lxid = CurrentLocalTransactionId();
+}
+
+char *
+DescribeLayout(const snowflake::Layout &layout)
+{
+	return psprintf("epoch %s, %d node bits, %d worker bits, %d sequence bits",
+					timestamptz_to_str(UnixMsToTimestampTz(layout.epoch_ms)), layout.node_bits, layout.worker_bits,
+					layout.sequence_bits);
+}
+
+/*
+ * The owner of the extension's functions, who also owns snowflake_layout.
+ * Recording runs as that role, so any user's first snowflake_nextval() can
+ * record a layout without holding INSERT on the table.
+ */
+Oid
+ExtensionOwner(Oid fn_oid)
+{
+	HeapTuple	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn_oid));
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for function %u", fn_oid);
+
+	Oid			owner = reinterpret_cast<Form_pg_proc>(GETSTRUCT(tuple))->proowner;
+
+	ReleaseSysCache(tuple);
+	return owner;
+}
+
+void
+RecordRunningLayout(Oid fn_oid, int64 first_id)
+{
+	const snowflake::Layout &running = g_settings.layout;
+	Oid			types[5] = {INT8OID, TIMESTAMPTZOID, INT4OID, INT4OID, INT4OID};
+	Datum		values[5];
+
+	values[0] = Int64GetDatum(first_id);
+	values[1] = TimestampTzGetDatum(UnixMsToTimestampTz(running.epoch_ms));
+	values[2] = Int32GetDatum(running.node_bits);
+	values[3] = Int32GetDatum(running.worker_bits);
+	values[4] = Int32GetDatum(running.sequence_bits);
+
+	Oid			saved_user;
+	int			saved_context;
+
+	GetUserIdAndSecContext(&saved_user, &saved_context);
+	SetUserIdAndSecContext(ExtensionOwner(fn_oid),
+						   saved_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	SPI_connect();
+	char	   *query = psprintf("INSERT INTO %s (first_id, epoch, node_bits, worker_bits, "
+								 "sequence_bits) VALUES ($1, $2, $3, $4, $5)",
+								 LayoutTableName(fn_oid));
+
+	if (SPI_execute_with_args(query, 5, types, values, nullptr, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not record the snowflake layout");
+	SPI_finish();
+	SetUserIdAndSecContext(saved_user, saved_context);
+
+	history[history_len].first_id = first_id;
+	history[history_len].layout = running;
+	history_len++;
+	standing = Standing::kRecorded;
+}
+
+}							/* namespace */
+
+void
+EnsureRunningLayoutRecorded(Oid fn_oid)
+{
+	LoadHistory(fn_oid);
+	switch (standing)
+	{
+		case Standing::kRecorded:
+			return;
+		case Standing::kUnrecorded:
+			RecordRunningLayout(fn_oid, 0);
+			return;
+		case Standing::kSuccessor:
+			if (history_len >= kMaxHistory)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("snowflake_layout holds more than %d layouts", kMaxHistory)));
+			RecordRunningLayout(fn_oid, successor_first_id);
+			return;
+		case Standing::kConflict:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the server's snowflake layout differs from the layout recorded "
+							"in database \"%s\"", get_database_name(MyDatabaseId)),
+					 errdetail("Recorded: %s. Running: %s. Not every new ID would be larger "
+							   "than every ID already issued.",
+							   DescribeLayout(history[history_len - 1].layout),
+							   DescribeLayout(g_settings.layout)),
+					 errhint("Restore the recorded snowflake.* settings, or see "
+							 "\"Changing the layout\" in the snowflake documentation.")));
+	}
+}
+
+const snowflake::Layout &
+LayoutForId(Oid fn_oid, int64 id)
+{
+	LoadHistory(fn_oid);
+	if (standing == Standing::kUnrecorded ||
+		(standing == Standing::kSuccessor && id >= successor_first_id))
+		return g_settings.layout;
+
+	int			i = history_len - 1;
+
+	while (i > 0 && history[i].first_id > id)
+		i--;
+	return history[i].layout;
+}

@@ -1,0 +1,37 @@
+/*
+ * layout_registry.hpp
+ *	  The layouts recorded in a database, and whether the running one may
+ *	  issue IDs there.
+ *
+ * Layout history: the rows of the extension's snowflake_layout table.  Each
+ * row says "IDs from first_id on use this layout".  CREATE EXTENSION records
+ * the running layout with first_id 0.  When the server later runs a
+ * different layout, it may issue IDs in the database only if every new ID is
+ * provably larger than every ID issued under the last recorded layout; it
+ * then records itself with first_id set to its smallest possible ID.  So
+ * decoding an old ID keeps using the layout it was made with.
+ *
+ * Where two rows share a first_id (a dump restored over the row that
+ * CREATE EXTENSION wrote), the one recorded first wins.
+ */
+#ifndef SNOWFLAKE_PG_LAYOUT_REGISTRY_HPP
+#define SNOWFLAKE_PG_LAYOUT_REGISTRY_HPP
+
+#include "postgres_headers.hpp"
+
+#include "../core/layout.hpp"
+
+/*
+ * Makes sure the running layout is recorded in the database that holds the
+ * function "fn_oid" (any function of the extension), recording it if it is a
+ * provable successor.  ERROR if it conflicts with the recorded layout.
+ */
+void		EnsureRunningLayoutRecorded(Oid fn_oid);
+
+/*
+ * The layout an ID was made with: the history as of this transaction, plus
+ * the running layout when it is a provable, not yet recorded successor.
+ */
+const snowflake::Layout &LayoutForId(Oid fn_oid, int64 id);
+
+#endif							/* SNOWFLAKE_PG_LAYOUT_REGISTRY_HPP */

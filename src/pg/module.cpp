@@ -1,0 +1,33 @@
+/*
+ * module.cpp
+ *	  Entry point of the snowflake library.
+ *
+ * snowflake must be listed in shared_preload_libraries: its settings are
+ * read at server start and its worker slots live in shared memory.  Loaded
+ * any other way, it defines nothing, and every function reports how to
+ * preload it.
+ */
+#include "postgres_headers.hpp"
+
+#include "settings.hpp"
+#include "shared_state.hpp"
+
+#if PG_VERSION_NUM < 150000
+#error "snowflake needs PostgreSQL 15 or later (it uses shmem_request_hook)"
+#endif
+
+extern "C"
+{
+PG_MODULE_MAGIC;
+
+PGDLLEXPORT void _PG_init(void);
+}
+
+void
+_PG_init(void)
+{
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	DefineSettings();
+	InstallSharedStateHooks();
+}

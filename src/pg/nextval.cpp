@@ -1,0 +1,160 @@
+/*
+ * nextval.cpp
+ *	  snowflake_nextval() and snowflake_release_worker().
+ *
+ * The first call in a session does the slow work once: it checks that the
+ * running layout may issue IDs in this database, claims a worker slot and
+ * starts the generator after the slot's high-water mark.  Every later call
+ * is the hot path: one clock read, the generator step, and two plain stores
+ * into the session's own slot.  No lock, no allocation, no WAL.
+ */
+#include "postgres_headers.hpp"
+
+#include "../core/generator.hpp"
+#include "clock.hpp"
+#include "layout_registry.hpp"
+#include "settings.hpp"
+#include "shared_state.hpp"
+#include "timestamps.hpp"
+#include "worker_slot.hpp"
+
+extern "C"
+{
+PG_FUNCTION_INFO_V1(snowflake_nextval);
+PG_FUNCTION_INFO_V1(snowflake_release_worker);
+}
+
+/* The sleep quantum while waiting for the clock; keeps waits cancellable. */
+static constexpr int64 kMaxSleepUs = 10000;
+
+static snowflake::Generator generator;
+static WorkerSlot *slot = nullptr;	/* the slot this session holds */
+static uint64 ids_from_slot = 0;	/* issued since the slot was claimed */
+static bool layout_checked = false;
+
+/* Everything this session issued lies at or below this mark. */
+static bool has_own_mark = false;
+static snowflake::Mark own_mark;
+
+static void
+RefuseOutsidePrimaryLeader(void)
+{
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot generate snowflake IDs during recovery"),
+				 errhint("snowflake_nextval() works only on a primary; "
+						 "snowflake_decode() works everywhere.")));
+	if (IsParallelWorker())
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("cannot call snowflake_nextval() in a parallel worker")));
+}
+
+/*
+ * Starts after both the slot's mark (the previous holder's last ID) and the
+ * session's own last ID, so IDs stay unique and, per session, increasing
+ * even when a session releases one slot and claims another.
+ */
+static void
+AcquireGenerator(Oid fn_oid)
+{
+	SharedState *state = RequireSharedState();
+	const snowflake::Layout &layout = g_settings.layout;
+	uint32		worker_id;
+
+	RefuseOutsidePrimaryLeader();
+	if (!layout_checked)
+	{
+		EnsureRunningLayoutRecorded(fn_oid);
+		layout_checked = true;
+	}
+
+	WorkerSlot *claimed = ClaimWorkerSlot(state, &worker_id);
+	snowflake::IdParts last = snowflake::Decompose(
+		layout, static_cast<int64>(pg_atomic_read_u64(&claimed->last_id)));
+	snowflake::Mark after{last.timestamp, last.sequence};
+
+	if (has_own_mark && after.timestamp <= own_mark.timestamp)
+		after = snowflake::Mark{own_mark.timestamp, layout.MaxSequence()};
+
+	generator.Start(layout, static_cast<uint32_t>(g_settings.node_id), worker_id,
+					g_settings.max_drift_ms, after);
+	ids_from_slot = 0;
+	slot = claimed;
+}
+
+/* Sleeps until the wall clock reaches "target_unix_ms"; never holds a lock. */
+static void
+WaitForClock(int64 target_unix_ms)
+{
+	pg_atomic_write_u64(&slot->overflow_waits,
+						pg_atomic_read_u64(&slot->overflow_waits) + 1);
+	for (;;)
+	{
+		int64		remaining_us = target_unix_ms * 1000 - NowUnixUs();
+
+		if (remaining_us <= 0)
+			return;
+		pg_usleep(Min(remaining_us, kMaxSleepUs));
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+[[noreturn]] static void
+ReportExhausted(void)
+{
+	const snowflake::Layout &layout = g_settings.layout;
+
+	ereport(ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("the snowflake layout has run out of timestamps"),
+			 errdetail("Its last millisecond was %s.",
+					   timestamptz_to_str(UnixMsToTimestampTz(layout.LastUnixMs()))),
+			 errhint("See \"Changing the layout\" in the snowflake documentation.")));
+}
+
+static inline int64
+NextId(void)
+{
+	const int64 epoch_ms = g_settings.layout.epoch_ms;
+	int64		result;
+
+	for (;;)
+	{
+		switch (generator.Next(NowUnixMs() - epoch_ms, &result))
+		{
+			case snowflake::Outcome::kIssued:
+				pg_atomic_write_u64(&slot->last_id, static_cast<uint64>(result));
+				pg_atomic_write_u64(&slot->holder_ids, ++ids_from_slot);
+				return result;
+			case snowflake::Outcome::kWait:
+				WaitForClock(result + epoch_ms);
+				break;
+			case snowflake::Outcome::kExhausted:
+				ReportExhausted();
+		}
+	}
+}
+
+extern "C" Datum
+snowflake_nextval(PG_FUNCTION_ARGS)
+{
+	if (unlikely(slot == nullptr))
+		AcquireGenerator(fcinfo->flinfo->fn_oid);
+	PG_RETURN_INT64(NextId());
+}
+
+extern "C" Datum
+snowflake_release_worker(PG_FUNCTION_ARGS)
+{
+	(void) fcinfo;
+	RequireSharedState();
+	if (slot == nullptr)
+		PG_RETURN_BOOL(false);
+
+	own_mark = generator.mark();
+	has_own_mark = true;
+	slot = nullptr;
+	PG_RETURN_BOOL(ReleaseHeldSlot());
+}

@@ -1,0 +1,121 @@
+/*
+ * shared_state.cpp
+ *	  Requesting, creating and finding snowflake's shared memory.
+ *
+ * The memory is created afresh at every postmaster start and after every
+ * crash restart.  Slots then start from a floor timestamp of "now +
+ * snowflake.max_drift": no ID issued before the restart can have a timestamp
+ * that high, because IDs never run further ahead of the clock than that.
+ */
+#include "postgres_headers.hpp"
+
+#include "../core/generator.hpp"
+#include "clock.hpp"
+#include "settings.hpp"
+#include "shared_state.hpp"
+
+static SharedState *shared_state = nullptr;
+
+static shmem_request_hook_type prev_shmem_request_hook = nullptr;
+static shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
+
+static uint32
+SlotCount(void)
+{
+	return g_settings.layout.MaxWorkerId() + 1;
+}
+
+static Size
+SharedStateSize(void)
+{
+	return add_size(offsetof(SharedState, slots),
+					mul_size(SlotCount(), sizeof(PaddedWorkerSlot)));
+}
+
+static void
+RequestSharedState(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(SharedStateSize());
+
+	if (SlotCount() < static_cast<uint32>(MaxConnections))
+		ereport(WARNING,
+				(errmsg("snowflake.worker_bits = %d gives %u worker slots, fewer than "
+						"max_connections (%d)",
+						g_settings.layout.worker_bits, SlotCount(), MaxConnections),
+				 errdetail("Sessions beyond the slot count wait for a slot when they "
+						   "call snowflake_nextval().")));
+}
+
+static void
+InitSlots(SharedState *state)
+{
+	const snowflake::Layout &layout = g_settings.layout;
+	snowflake::Mark before = snowflake::MarkBefore(layout, state->floor_timestamp);
+
+	for (uint32 worker_id = 0; worker_id < state->slot_count; worker_id++)
+	{
+		WorkerSlot *slot = state->Slot(worker_id);
+		snowflake::IdParts parts{before.timestamp,
+								 static_cast<uint32_t>(g_settings.node_id),
+								 worker_id, before.sequence};
+
+		memset(slot, 0, sizeof(PaddedWorkerSlot));
+		pg_atomic_init_u32(&slot->owner_pid, 0);
+		pg_atomic_init_u64(&slot->last_id,
+						   static_cast<uint64>(snowflake::Compose(layout, parts)));
+		pg_atomic_init_u64(&slot->holder_ids, 0);
+		pg_atomic_init_u64(&slot->earlier_ids, 0);
+		pg_atomic_init_u64(&slot->overflow_waits, 0);
+	}
+}
+
+static void
+StartSharedState(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	/* After a crash restart, the old pointer refers to discarded memory. */
+	shared_state = nullptr;
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	SharedState *state = static_cast<SharedState *>(
+		ShmemInitStruct("snowflake", SharedStateSize(), &found));
+
+	if (!found)
+	{
+		state->started_unix_ms = NowUnixMs();
+		state->floor_timestamp = state->started_unix_ms + g_settings.max_drift_ms -
+			g_settings.layout.epoch_ms;
+		pg_atomic_init_u64(&state->release_counter, 0);
+		state->slot_count = SlotCount();
+		InitSlots(state);
+	}
+	LWLockRelease(AddinShmemInitLock);
+	shared_state = state;
+}
+
+void
+InstallSharedStateHooks(void)
+{
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = RequestSharedState;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = StartSharedState;
+}
+
+SharedState *
+RequireSharedState(void)
+{
+	if (unlikely(shared_state == nullptr))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("snowflake must be loaded via shared_preload_libraries"),
+				 errhint("Add snowflake to shared_preload_libraries in postgresql.conf "
+						 "and restart the server.")));
+	return shared_state;
+}

@@ -1,0 +1,101 @@
+/*
+ * status.cpp
+ *	  snowflake_status() and snowflake_worker_slots(), the monitoring
+ *	  functions behind the documented status output and the
+ *	  snowflake_workers view.
+ *
+ * Both read shared memory without a lock: each value is read atomically,
+ * but a row may mix values from just before and just after a change.
+ */
+#include "postgres_headers.hpp"
+
+#include "../core/layout.hpp"
+#include "clock.hpp"
+#include "settings.hpp"
+#include "shared_state.hpp"
+#include "timestamps.hpp"
+
+extern "C"
+{
+PG_FUNCTION_INFO_V1(snowflake_status);
+PG_FUNCTION_INFO_V1(snowflake_worker_slots);
+}
+
+static int64
+SlotLastUnixMs(WorkerSlot *slot)
+{
+	const snowflake::Layout &layout = g_settings.layout;
+	int64		last_id = static_cast<int64>(pg_atomic_read_u64(&slot->last_id));
+
+	return layout.epoch_ms + snowflake::Decompose(layout, last_id).timestamp;
+}
+
+extern "C" Datum
+snowflake_status(PG_FUNCTION_ARGS)
+{
+	SharedState *state = RequireSharedState();
+	const snowflake::Layout &layout = g_settings.layout;
+	TupleDesc	tupdesc;
+	Datum		values[12];
+	bool		nulls[12] = {false};
+	int32		slots_used = 0;
+	uint64		ids_issued = 0;
+	uint64		overflow_waits = 0;
+	int64		furthest_unix_ms = 0;
+
+	for (uint32 worker_id = 0; worker_id < state->slot_count; worker_id++)
+	{
+		WorkerSlot *slot = state->Slot(worker_id);
+
+		if (pg_atomic_read_u32(&slot->owner_pid) != 0)
+			slots_used++;
+		ids_issued += pg_atomic_read_u64(&slot->earlier_ids) +
+			pg_atomic_read_u64(&slot->holder_ids);
+		overflow_waits += pg_atomic_read_u64(&slot->overflow_waits);
+		furthest_unix_ms = Max(furthest_unix_ms, SlotLastUnixMs(slot));
+	}
+
+	if (get_call_result_type(fcinfo, nullptr, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	values[0] = TimestampTzGetDatum(UnixMsToTimestampTz(layout.epoch_ms));
+	values[1] = Int32GetDatum(layout.TimestampBits());
+	values[2] = Int32GetDatum(layout.node_bits);
+	values[3] = Int32GetDatum(layout.worker_bits);
+	values[4] = Int32GetDatum(layout.sequence_bits);
+	values[5] = Int32GetDatum(g_settings.node_id);
+	values[6] = Int32GetDatum(g_settings.max_drift_ms);
+	values[7] = Int32GetDatum(static_cast<int32>(state->slot_count));
+	values[8] = Int32GetDatum(slots_used);
+	values[9] = Int64GetDatum(static_cast<int64>(ids_issued));
+	values[10] = Int64GetDatum(static_cast<int64>(overflow_waits));
+	values[11] = Int64GetDatum(Max(INT64CONST(0), furthest_unix_ms - NowUnixMs()));
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+}
+
+extern "C" Datum
+snowflake_worker_slots(PG_FUNCTION_ARGS)
+{
+	SharedState *state = RequireSharedState();
+	ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (uint32 worker_id = 0; worker_id < state->slot_count; worker_id++)
+	{
+		WorkerSlot *slot = state->Slot(worker_id);
+		uint32		pid = pg_atomic_read_u32(&slot->owner_pid);
+		Datum		values[7];
+		bool		nulls[7] = {false};
+
+		if (pid == 0)
+			continue;
+		values[0] = Int32GetDatum(static_cast<int32>(worker_id));
+		values[1] = Int32GetDatum(static_cast<int32>(pid));
+		values[2] = ObjectIdGetDatum(slot->database_id);
+		values[3] = ObjectIdGetDatum(slot->user_id);
+		values[4] = TimestampTzGetDatum(slot->claimed_at);
+		values[5] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&slot->holder_ids)));
+		values[6] = TimestampTzGetDatum(UnixMsToTimestampTz(SlotLastUnixMs(slot)));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return static_cast<Datum>(0);
+}

@@ -1,0 +1,20 @@
+/*
+ * timestamps.hpp
+ *	  Conversion between Unix milliseconds and PostgreSQL's timestamptz.
+ */
+#ifndef SNOWFLAKE_PG_TIMESTAMPS_HPP
+#define SNOWFLAKE_PG_TIMESTAMPS_HPP
+
+#include "postgres_headers.hpp"
+
+/* Unix time of PostgreSQL's epoch (2000-01-01), in milliseconds. */
+constexpr int64 kPostgresEpochUnixMs =
+	INT64CONST(1000) * SECS_PER_DAY * (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE);
+
+inline TimestampTz
+UnixMsToTimestampTz(int64 unix_ms)
+{
+	return (unix_ms - kPostgresEpochUnixMs) * 1000;
+}
+
+#endif							/* SNOWFLAKE_PG_TIMESTAMPS_HPP */
