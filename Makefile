@@ -12,7 +12,7 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" snowflake.contr
 MODULE_big = snowflake
 CORE_OBJS = src/core/epoch.o src/core/generator.o src/core/layout.o
 OBJS = $(CORE_OBJS) \
-	src/pg/decode.o src/pg/layout_registry.o src/pg/module.o src/pg/nextval.o \
+	src/pg/decode.o src/pg/layout_file.o src/pg/layout_registry.o src/pg/module.o src/pg/nextval.o \
 	src/pg/settings.o src/pg/shared_state.o src/pg/status.o src/pg/worker_slot.o
 
 # One source for the install script of the current version; upgrade

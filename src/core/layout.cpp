@@ -58,4 +58,14 @@ SmallestIdFrom(const Layout &layout, int64_t from_unix_ms)
 	return Compose(layout, parts);
 }
 
+bool
+IsProvableSuccessor(const Layout &previous, int64_t previous_until_unix_ms,
+					const Layout &next, int64_t next_from_unix_ms)
+{
+	int64_t		previous_max = LargestIdUntil(previous, previous_until_unix_ms);
+	int64_t		next_min = SmallestIdFrom(next, next_from_unix_ms);
+
+	return previous_max != INT64_MAX && next_min >= 0 && next_min > previous_max;
+}
+
 }							/* namespace snowflake */

@@ -139,6 +139,14 @@ int64_t		LargestIdUntil(const Layout &layout, int64_t until_unix_ms);
  */
 int64_t		SmallestIdFrom(const Layout &layout, int64_t from_unix_ms);
 
+/*
+ * Whether every ID "next" can issue from Unix time "next_from_unix_ms" on is
+ * larger than every ID "previous" can have issued up to
+ * "previous_until_unix_ms".  Only then may "next" replace "previous".
+ */
+bool		IsProvableSuccessor(const Layout &previous, int64_t previous_until_unix_ms,
+								const Layout &next, int64_t next_from_unix_ms);
+
 }							/* namespace snowflake */
 
 #endif							/* SNOWFLAKE_CORE_LAYOUT_HPP */

@@ -38,6 +38,8 @@ int			history_len = 0;
 Standing	standing = Standing::kUnrecorded;
 int64		successor_first_id = 0;
 LocalTransactionId history_lxid = InvalidLocalTransactionId;
+bool		recorded_in_transaction = false;
+bool		callbacks_registered = false;
 
 LocalTransactionId
 CurrentLocalTransactionId(void)
@@ -73,19 +75,63 @@ JudgeRunningLayout(const SharedState *state)
 		return Standing::kUnrecorded;
 
 	const snowflake::Layout &last = history[history_len - 1].layout;
+	int64		floor_unix_ms = running.epoch_ms + state->floor_timestamp;
 
 	if (last == running)
 		return Standing::kRecorded;
-
-	int64		old_max = snowflake::LargestIdUntil(last, state->started_unix_ms +
-													kMaxDriftLimitMs);
-	int64		new_min = snowflake::SmallestIdFrom(running, running.epoch_ms +
-													state->floor_timestamp);
-
-	if (old_max == INT64_MAX || new_min < 0 || new_min <= old_max)
+	if (!snowflake::IsProvableSuccessor(last, state->started_unix_ms + kMaxDriftLimitMs,
+										running, floor_unix_ms))
 		return Standing::kConflict;
-	successor_first_id = new_min;
+	successor_first_id = snowflake::SmallestIdFrom(running, floor_unix_ms);
 	return Standing::kSuccessor;
+}
+
+/*
+ * A row recorded by a transaction that then aborts is gone, but the
+ * session may go on issuing IDs.  So an abort after recording withdraws
+ * the confirmation, and the next snowflake_nextval() checks (and records)
+ * again.  The row it records is the same: first_id depends only on the
+ * server start.
+ */
+void
+WithdrawIfRecorded(void)
+{
+	if (!recorded_in_transaction)
+		return;
+	g_layout_confirmed = false;
+	history_lxid = InvalidLocalTransactionId;
+}
+
+void
+OnTransactionEnd(XactEvent event, void *arg)
+{
+	(void) arg;
+	switch (event)
+	{
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			WithdrawIfRecorded();
+			recorded_in_transaction = false;
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			recorded_in_transaction = false;
+			break;
+		default:
+			break;
+	}
+}
+
+void
+OnSubtransactionEnd(SubXactEvent event, SubTransactionId mySubid,
+					SubTransactionId parentSubid, void *arg)
+{
+	(void) mySubid;
+	(void) parentSubid;
+	(void) arg;
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		WithdrawIfRecorded();
 }
 
 void
@@ -128,14 +174,6 @@ LoadHistory(Oid fn_oid)
 
 	standing = JudgeRunningLayout(state);
 	history_lxid = CurrentLocalTransactionId();
-}
-
-char *
-DescribeLayout(const snowflake::Layout &layout)
-{
-	return psprintf("epoch %s, %d node bits, %d worker bits, %d sequence bits",
-					timestamptz_to_str(UnixMsToTimestampTz(layout.epoch_ms)), layout.node_bits, layout.worker_bits,
-					layout.sequence_bits);
 }
 
 /*
@@ -191,9 +229,27 @@ RecordRunningLayout(Oid fn_oid, int64 first_id)
 	history[history_len].layout = running;
 	history_len++;
 	standing = Standing::kRecorded;
+
+	if (!callbacks_registered)
+	{
+		RegisterXactCallback(OnTransactionEnd, nullptr);
+		RegisterSubXactCallback(OnSubtransactionEnd, nullptr);
+		callbacks_registered = true;
+	}
+	recorded_in_transaction = true;
 }
 
 }							/* namespace */
+
+bool		g_layout_confirmed = false;
+
+char *
+DescribeLayout(const snowflake::Layout &layout)
+{
+	return psprintf("epoch %s, %d node bits, %d worker bits, %d sequence bits",
+					timestamptz_to_str(UnixMsToTimestampTz(layout.epoch_ms)),
+					layout.node_bits, layout.worker_bits, layout.sequence_bits);
+}
 
 void
 EnsureRunningLayoutRecorded(Oid fn_oid)
@@ -202,17 +258,17 @@ EnsureRunningLayoutRecorded(Oid fn_oid)
 	switch (standing)
 	{
 		case Standing::kRecorded:
-			return;
+			break;
 		case Standing::kUnrecorded:
 			RecordRunningLayout(fn_oid, 0);
-			return;
+			break;
 		case Standing::kSuccessor:
 			if (history_len >= kMaxHistory)
 				ereport(ERROR,
 						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 						 errmsg("snowflake_layout holds more than %d layouts", kMaxHistory)));
 			RecordRunningLayout(fn_oid, successor_first_id);
-			return;
+			break;
 		case Standing::kConflict:
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -225,6 +281,7 @@ EnsureRunningLayoutRecorded(Oid fn_oid)
 					 errhint("Restore the recorded snowflake.* settings, or see "
 							 "\"Changing the layout\" in the snowflake documentation.")));
 	}
+	g_layout_confirmed = true;
 }
 
 const snowflake::Layout &

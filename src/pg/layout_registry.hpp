@@ -22,6 +22,12 @@
 #include "../core/layout.hpp"
 
 /*
+ * True while the running layout is known to be recorded in this database
+ * by a committed transaction or by the current one.
+ */
+extern bool g_layout_confirmed;
+
+/*
  * Makes sure the running layout is recorded in the database that holds the
  * function "fn_oid" (any function of the extension), recording it if it is a
  * provable successor.  ERROR if it conflicts with the recorded layout.
@@ -33,5 +39,8 @@ void		EnsureRunningLayoutRecorded(Oid fn_oid);
  * the running layout when it is a provable, not yet recorded successor.
  */
 const snowflake::Layout &LayoutForId(Oid fn_oid, int64 id);
+
+/* "epoch …, N node bits, …", for messages. */
+char	   *DescribeLayout(const snowflake::Layout &layout);
 
 #endif							/* SNOWFLAKE_PG_LAYOUT_REGISTRY_HPP */

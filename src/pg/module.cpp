@@ -6,9 +6,13 @@
  * read at server start and its worker slots live in shared memory.  Loaded
  * any other way, it defines nothing, and every function reports how to
  * preload it.
+ *
+ * At server start it validates the settings, checks the layout against the
+ * one the data directory last ran with, and requests its shared memory.
  */
 #include "postgres_headers.hpp"
 
+#include "layout_file.hpp"
 #include "settings.hpp"
 #include "shared_state.hpp"
 
@@ -29,5 +33,6 @@ _PG_init(void)
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 	DefineSettings();
+	CheckLayoutOfDataDirectory();
 	InstallSharedStateHooks();
 }

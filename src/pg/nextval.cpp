@@ -30,7 +30,6 @@ static constexpr int64 kMaxSleepUs = 10000;
 static snowflake::Generator generator;
 static WorkerSlot *slot = nullptr;	/* the slot this session holds */
 static uint64 ids_from_slot = 0;	/* issued since the slot was claimed */
-static bool layout_checked = false;
 
 /* Everything this session issued lies at or below this mark. */
 static bool has_own_mark = false;
@@ -52,23 +51,15 @@ RefuseOutsidePrimaryLeader(void)
 }
 
 /*
- * Starts after both the slot's mark (the previous holder's last ID) and the
+ * Claims a slot and starts the generator after both the slot's mark (the previous holder's last ID) and the
  * session's own last ID, so IDs stay unique and, per session, increasing
  * even when a session releases one slot and claims another.
  */
 static void
-AcquireGenerator(Oid fn_oid)
+AcquireGenerator(SharedState *state)
 {
-	SharedState *state = RequireSharedState();
 	const snowflake::Layout &layout = g_settings.layout;
 	uint32		worker_id;
-
-	RefuseOutsidePrimaryLeader();
-	if (!layout_checked)
-	{
-		EnsureRunningLayoutRecorded(fn_oid);
-		layout_checked = true;
-	}
 
 	WorkerSlot *claimed = ClaimWorkerSlot(state, &worker_id);
 	snowflake::IdParts last = snowflake::Decompose(
@@ -137,11 +128,27 @@ NextId(void)
 	}
 }
 
+/*
+ * The slow path, taken by the first call of a session and after an abort
+ * that undid the recording of the layout.
+ */
+static void
+PrepareGenerator(Oid fn_oid)
+{
+	SharedState *state = RequireSharedState();
+
+	RefuseOutsidePrimaryLeader();
+	if (!g_layout_confirmed)
+		EnsureRunningLayoutRecorded(fn_oid);
+	if (slot == nullptr)
+		AcquireGenerator(state);
+}
+
 extern "C" Datum
 snowflake_nextval(PG_FUNCTION_ARGS)
 {
-	if (unlikely(slot == nullptr))
-		AcquireGenerator(fcinfo->flinfo->fn_oid);
+	if (unlikely(slot == nullptr || !g_layout_confirmed))
+		PrepareGenerator(fcinfo->flinfo->fn_oid);
 	PG_RETURN_INT64(NextId());
 }
 

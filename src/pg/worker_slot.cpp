@@ -68,8 +68,13 @@ TryTakeSlot(SharedState *state, uint32 worker_id)
 	LOCKTAG		tag = SlotLockTag(worker_id);
 	uint32		expected = 0;
 
-	if (LockAcquire(&tag, ExclusiveLock, true, true) != LOCKACQUIRE_OK)
+	LockAcquireResult acquired = LockAcquire(&tag, ExclusiveLock, true, true);
+
+	if (acquired == LOCKACQUIRE_NOT_AVAIL)
 		return false;
+	/* Held already (never expected): drop the extra reference just taken. */
+	if (acquired != LOCKACQUIRE_OK)
+		LockRelease(&tag, ExclusiveLock, true);
 	if (!pg_atomic_compare_exchange_u32(&state->Slot(worker_id)->owner_pid,
 										&expected, static_cast<uint32>(MyProcPid)))
 	{

@@ -128,6 +128,17 @@ TEST(Layout, SuccessorBounds)
 	EXPECT_GT(SmallestIdFrom(wider, now), LargestIdUntil(old_layout, now + 60000));
 	/* And the reverse is provably not. */
 	EXPECT_LT(SmallestIdFrom(old_layout, now), LargestIdUntil(wider, now + 60000));
+	EXPECT_TRUE(IsProvableSuccessor(old_layout, now + 60000, wider, now));
+	EXPECT_FALSE(IsProvableSuccessor(wider, now + 60000, old_layout, now));
+	EXPECT_FALSE(IsProvableSuccessor(old_layout, now + 60000, old_layout, now));
+
+	/* An earlier epoch lifts every ID; a later one lowers them. */
+	Layout earlier = DefaultLayout();
+
+	earlier.epoch_ms -= 86400000;
+	EXPECT_TRUE(IsProvableSuccessor(old_layout, now + 60000, earlier, now));
+	EXPECT_FALSE(IsProvableSuccessor(earlier, now + 60000, old_layout, now));
+
 	/* Outside the layout's time range there is no bound. */
 	EXPECT_EQ(SmallestIdFrom(old_layout, kEpoch2025 - 1), -1);
 	EXPECT_EQ(LargestIdUntil(old_layout, old_layout.LastUnixMs()), INT64_MAX);

@@ -1,0 +1,24 @@
+/*
+ * layout_file.hpp
+ *	  The layout this data directory last ran with, checked at server start.
+ *
+ * snowflake_layout records layouts per database, but worker ids, and so
+ * IDs, are unique per cluster: one database must not accept a layout that
+ * would issue IDs below those another database already got.  So the server
+ * also keeps the last layout it ran with in $PGDATA/snowflake.layout and
+ * refuses to start with a layout that is not a provable successor of it.
+ */
+#ifndef SNOWFLAKE_PG_LAYOUT_FILE_HPP
+#define SNOWFLAKE_PG_LAYOUT_FILE_HPP
+
+/* File name, relative to the data directory. */
+constexpr const char *kLayoutFileName = "snowflake.layout";
+
+/*
+ * FATAL if the running layout may not replace the one recorded in the data
+ * directory; otherwise records the running layout.  Called once, in the
+ * postmaster, after the settings were validated.
+ */
+void		CheckLayoutOfDataDirectory(void);
+
+#endif							/* SNOWFLAKE_PG_LAYOUT_FILE_HPP */

@@ -1,0 +1,157 @@
+# Bad snowflake.* settings stop the server from starting: for each bad
+# layout, node id or epoch, pg_ctl start fails and the server log holds the
+# documented FATAL message; with the setting corrected the server starts and
+# runs the corrected values.  A valid non-default layout issues IDs that
+# decode to the configured node id.
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('settings');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', q(
+shared_preload_libraries = 'snowflake'
+include 'snowflake.conf'
+));
+
+# Replaces the snowflake.* settings with %settings (the rest default).
+sub write_settings
+{
+	my (%settings) = @_;
+	my $file = $node->data_dir . '/snowflake.conf';
+	open my $fh, '>', $file or die "could not write $file: $!";
+	print $fh "snowflake.$_ = '$settings{$_}'\n" for sort keys %settings;
+	close $fh;
+}
+
+# Starts the server with %settings; it must fail with FATAL $message.
+sub check_refused
+{
+	my ($case, $message, %settings) = @_;
+	write_settings(%settings);
+	my $log_offset = -s $node->logfile;
+
+	ok(!$node->start(fail_ok => 1), "$case: the server does not start");
+	ok($node->log_contains(qr/FATAL:  \Q$message\E\n/, $log_offset),
+		"$case: the log says why");
+}
+
+# Starts the server with %settings and checks it runs them; stops it again.
+sub check_accepted
+{
+	my ($case, %settings) = @_;
+	write_settings(%settings);
+	# Each case is a new layout on a data directory that issued no IDs under
+	# the previous one, so its record of the last layout is reset: changing
+	# layouts has a test of its own (006).
+	unlink $node->data_dir . '/snowflake.layout';
+
+	ok($node->start(fail_ok => 1), "$case: the server starts");
+	for my $name (sort keys %settings)
+	{
+		is($node->safe_psql('postgres', "SHOW snowflake.$name"),
+			$settings{$name}, "$case: snowflake.$name is $settings{$name}");
+	}
+	$node->stop;
+}
+
+# --- node id out of range ---------------------------------------------------
+
+check_refused(
+	'node_id 8 with 3 node bits',
+	'snowflake.node_id 8 is out of range for snowflake.node_bits = 3',
+	node_id => 8);
+check_accepted('node_id 8 with 4 node bits', node_id => 8, node_bits => 4);
+
+check_refused(
+	'node_id 1 with no node bits',
+	'snowflake.node_id 1 is out of range for snowflake.node_bits = 0',
+	node_id => 1,
+	node_bits => 0);
+check_accepted('node_id 0 with no node bits', node_id => 0, node_bits => 0);
+
+# --- too few timestamp bits -------------------------------------------------
+
+check_refused(
+	'29 timestamp bits',
+	'snowflake.node_bits (10) + snowflake.worker_bits (12) + '
+	  . 'snowflake.sequence_bits (12) leave 29 bits for the timestamp',
+	node_bits => 10,
+	worker_bits => 12,
+	sequence_bits => 12);
+check_accepted(
+	'37 timestamp bits',
+	node_bits => 10,
+	worker_bits => 6,
+	sequence_bits => 10);
+
+# --- epoch ----------------------------------------------------------------
+
+check_refused(
+	'epoch in the future',
+	'snowflake.epoch "2999-01-01" is in the future',
+	epoch => '2999-01-01');
+check_refused(
+	'malformed epoch',
+	'invalid value for snowflake.epoch: "yesterday"',
+	epoch => 'yesterday');
+check_refused(
+	'epoch too far back for 31 timestamp bits',
+	'snowflake.epoch "2000-01-01" is too far in the past for 31 timestamp bits',
+	epoch => '2000-01-01',
+	node_bits => 8,
+	worker_bits => 12,
+	sequence_bits => 12);
+check_accepted('epoch with time of day', epoch => '2025-06-30 23:59:59.999');
+
+# --- a valid non-default layout issues working IDs ---------------------------
+
+check_accepted(
+	'non-default layout',
+	epoch => '2024-06-01 12:30',
+	node_bits => 5,
+	node_id => 31,
+	worker_bits => 6,
+	sequence_bits => 10);
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+
+is( $node->safe_psql(
+		'postgres', q(
+SET TimeZone = 'UTC';
+SELECT epoch, timestamp_bits, node_bits, worker_bits, sequence_bits, node_id
+  FROM snowflake_status()
+)),
+	'2024-06-01 12:30:00+00|42|5|6|10|31',
+	'snowflake_status() reports the configured layout');
+
+my ($node_id, $worker_id, $seq_ok, $ts_near_now) = split /\|/,
+  $node->safe_psql(
+	'postgres', q(
+SELECT d.node_id, d.worker_id, d.seq BETWEEN 0 AND 1023,
+       abs(extract(epoch FROM d.ts - now())) < 60
+  FROM snowflake_decode(snowflake_nextval()) AS d
+));
+is($node_id, 31, 'a new ID decodes to node id 31');
+cmp_ok($worker_id, '<', 64, 'its worker id fits 6 bits');
+is($seq_ok, 't', 'its sequence fits 10 bits');
+is($ts_near_now, 't', 'its timestamp is close to now');
+
+# The same ID split by hand: timestamp | 5 node bits | 6 worker | 10 sequence.
+is( $node->safe_psql(
+		'postgres', q(
+SELECT (id >> 16) & 31 = 31
+   AND d.ts = timestamptz '2024-06-01 12:30:00+00'
+              + (id >> 21) * interval '1 millisecond'
+  FROM snowflake_nextval() AS id, snowflake_decode(id) AS d
+)),
+	't',
+	'the node id sits in bits 16..20, the timestamp above them');
+
+$node->stop;
+
+done_testing();

@@ -1,0 +1,376 @@
+# Changing the ID layout across a restart.  A restart with the same layout
+# records nothing new.  A layout whose every ID is provably larger than every
+# ID issued before (sequence_bits 12 -> 13, or an earlier epoch) is appended
+# to snowflake_layout and generation continues, while old IDs keep decoding
+# exactly as before.  A layout that could go back (sequence_bits 13 -> 12, or
+# a later epoch) is refused twice over: the server refuses to start, because
+# the data directory records the layout it last ran with, and a database
+# whose history conflicts (as one restored from another cluster would)
+# refuses snowflake_nextval() with SQLSTATE 55000; decoding still works.
+# A layout row recorded by a transaction that aborts is recorded again by
+# the next call, and the data directory's record protects databases that
+# never saw the newer layout.
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $epoch = '2025-01-01';
+my $node_id = 5;
+
+# max_drift = 10s: for the first ten seconds after a start, IDs are packed
+# densely after the start floor, so a batch uses the whole sequence range.
+my %base = (node_id => $node_id, max_drift => '10s', epoch => $epoch);
+
+my $node = PostgreSQL::Test::Cluster->new('layout');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', q(
+shared_preload_libraries = 'snowflake'
+timezone = 'UTC'
+include 'snowflake.conf'
+));
+
+# Replaces the snowflake.* settings with the base ones plus %settings.
+sub write_settings
+{
+	my (%settings) = (%base, @_);
+	my $file = $node->data_dir . '/snowflake.conf';
+	open my $fh, '>', $file or die "could not write $file: $!";
+	print $fh "snowflake.$_ = '$settings{$_}'\n" for sort keys %settings;
+	close $fh;
+}
+
+sub restart_with
+{
+	write_settings(@_);
+	$node->restart;
+}
+
+sub query
+{
+	my ($sql) = @_;
+	return $node->safe_psql('postgres', $sql);
+}
+
+# Issues $count IDs in one session, tagged with $phase.
+sub issue_ids
+{
+	my ($phase, $count) = @_;
+	query("INSERT INTO ids (phase, id) SELECT '$phase', snowflake_nextval() "
+		  . "FROM generate_series(1, $count)");
+}
+
+sub layout_rows
+{
+	return query('SELECT count(*) FROM snowflake_layout');
+}
+
+# The IDs of $phase whose snowflake_decode() disagrees with splitting the ID
+# by hand for $seq_bits sequence bits (3 node bits, 7 worker bits) and
+# $epoch_text.
+sub hand_decode_mismatches
+{
+	my ($phase, $seq_bits, $epoch_text) = @_;
+	my $worker_shift = $seq_bits;
+	my $node_shift = $seq_bits + 7;
+	my $ts_shift = $seq_bits + 10;
+	return query(
+		qq{
+SELECT count(*)
+  FROM ids, snowflake_decode(id) AS d
+ WHERE phase = '$phase'
+   AND (d.ts, d.node_id, d.worker_id, d.seq) IS DISTINCT FROM
+       (timestamptz '$epoch_text+00' + (id >> $ts_shift) * interval '1 ms',
+        ((id >> $node_shift) & 7)::int,
+        ((id >> $worker_shift) & 127)::int,
+        (id & ((1 << $seq_bits) - 1))::int)
+});
+}
+
+# Old IDs whose decoding changed since the snapshot in decoded_before.
+sub changed_decodes
+{
+	return query(
+		q{
+SELECT count(*)
+  FROM decoded_before AS b, snowflake_decode(b.id) AS d
+ WHERE (d.ts, d.node_id, d.worker_id, d.seq) IS DISTINCT FROM
+       (b.ts, b.node_id, b.worker_id, b.seq)
+});
+}
+
+# Runs snowflake_nextval() expecting the layout conflict; returns stderr.
+sub refused_nextval
+{
+	my ($case) = @_;
+	my ($stdout, $stderr);
+	my $rc = $node->psql(
+		'postgres', q(
+SET TimeZone = 'UTC';
+\set VERBOSITY verbose
+SELECT snowflake_nextval();
+),
+		stdout => \$stdout,
+		stderr => \$stderr);
+	isnt($rc, 0, "$case: snowflake_nextval() fails");
+	is($stdout, '', "$case: no ID is issued");
+	like(
+		$stderr,
+		qr/\bERROR:  55000: \Qthe server's snowflake layout differs from the layout recorded in database "postgres"\E$/m,
+		"$case: SQLSTATE 55000 and the documented message");
+	like(
+		$stderr,
+		qr/^HINT:  \QRestore the recorded snowflake.* settings, or see "Changing the layout" in the snowflake documentation.\E$/m,
+		"$case: the HINT points to the documentation");
+	return $stderr;
+}
+
+sub layout_file
+{
+	return $node->data_dir . '/snowflake.layout';
+}
+
+# Stops the server and checks that it refuses to start with %settings,
+# naming the layout it last ran with ($last) and the new one ($now).
+sub refused_start
+{
+	my ($case, $last, $now, %settings) = @_;
+	$node->stop;
+	write_settings(%settings);
+	my $offset = -s $node->logfile;
+	ok(!$node->start(fail_ok => 1), "$case: the server refuses to start");
+	my $log = slurp_file($node->logfile, $offset);
+	like(
+		$log,
+		qr/FATAL:  \Qthe snowflake layout differs from the layout this data directory last ran with\E\n/,
+		"$case: the log gives the reason");
+	like(
+		$log,
+		qr/DETAIL:  \QLast: $last. Now: $now. Not every new ID would be larger than every ID already issued.\E\n/,
+		"$case: the log names both layouts");
+}
+
+# Starts without the data directory's record of its layout, as with a
+# database restored into another cluster, so that only the database's own
+# history guards it.  Returns the record, for put_back_layout_file().
+sub start_without_layout_file
+{
+	my $saved = slurp_file(layout_file());
+	unlink layout_file() or die "could not remove the layout file: $!";
+	$node->start;
+	return $saved;
+}
+
+sub put_back_layout_file
+{
+	my ($saved) = @_;
+	$node->stop;
+	open my $fh, '>', layout_file() or die "could not write the layout file: $!";
+	print $fh $saved;
+	close $fh;
+}
+
+sub describe_layout
+{
+	my ($epoch_text, $seq_bits) = @_;
+	return "epoch $epoch_text 00:00:00+00, 3 node bits, 7 worker bits, "
+	  . "$seq_bits sequence bits";
+}
+
+# --- the first layout ---------------------------------------------------------
+
+write_settings();
+$node->start;
+query('CREATE EXTENSION snowflake');
+query('CREATE TABLE ids (phase text NOT NULL, id bigint NOT NULL)');
+
+is( query(
+		q(SET TimeZone = 'UTC';
+		  SELECT first_id, epoch, node_bits, worker_bits, sequence_bits
+		    FROM snowflake_layout)),
+	'0|2025-01-01 00:00:00+00|3|7|12',
+	'CREATE EXTENSION records the running layout with first_id 0');
+issue_ids('initial', 5000);
+
+# --- (a) restart with the same layout ---------------------------------------
+
+restart_with();
+issue_ids('same', 5000);
+is(layout_rows(), 1, 'same layout: no new row is recorded');
+is( query(
+		q(SELECT (SELECT min(id) FROM ids WHERE phase = 'same') >
+		         (SELECT max(id) FROM ids WHERE phase = 'initial'))),
+	't',
+	'same layout: IDs after the restart are larger');
+is(hand_decode_mismatches($_, 12, $epoch),
+	0, "same layout: $_ IDs decode with 12 sequence bits")
+  for qw(initial same);
+is(query(q(SELECT max(d.seq) FROM ids, snowflake_decode(id) AS d)),
+	4095, 'same layout: the sequence runs up to 4095');
+
+query(
+	q(CREATE TABLE decoded_before AS
+	  SELECT d.*, id FROM ids, snowflake_decode(id) AS d));
+
+# --- (b) sequence_bits 12 -> 13: accepted --------------------------------------
+
+restart_with(sequence_bits => 13);
+my $max_old = query('SELECT max(id) FROM ids');
+issue_ids('seq13', 10000);
+
+is(layout_rows(), 2, 'sequence_bits 13: one row is appended');
+my ($first_id, $row) = split /\|/, query(
+	q(SET TimeZone = 'UTC';
+	  SELECT first_id, format('%s/%s/%s/%s', epoch, node_bits, worker_bits,
+	                          sequence_bits)
+	    FROM snowflake_layout WHERE first_id > 0));
+is($row, '2025-01-01 00:00:00+00/3/7/13',
+	'sequence_bits 13: the new row records the running layout');
+cmp_ok($first_id, '>', $max_old,
+	'sequence_bits 13: its first_id lies above every old ID');
+is( query(
+		qq(SELECT min(id) > $max_old AND min(id) >= $first_id
+		     FROM ids WHERE phase = 'seq13')),
+	't',
+	'sequence_bits 13: every new ID is larger than every old ID');
+is(changed_decodes(), 0,
+	'sequence_bits 13: old IDs decode exactly as before the change');
+is(hand_decode_mismatches('seq13', 13, $epoch),
+	0, 'sequence_bits 13: new IDs decode with 13 sequence bits');
+is( query(
+		q(SELECT max(d.seq), min(d.node_id), max(d.node_id)
+		    FROM ids, snowflake_decode(id) AS d WHERE phase = 'seq13')),
+	"8191|$node_id|$node_id",
+	'sequence_bits 13: the sequence runs up to 8191, node id unchanged');
+
+# --- (c) back to sequence_bits 12: refused ---------------------------------------
+
+refused_start(
+	'sequence_bits 13 -> 12',
+	describe_layout($epoch, 13),
+	describe_layout($epoch, 12),
+	sequence_bits => 12);
+my $saved_file = start_without_layout_file();
+my $detail = refused_nextval('sequence_bits 13 -> 12');
+like(
+	$detail,
+	qr/^DETAIL:  \QRecorded: ${\ describe_layout($epoch, 13)}. Running: ${\ describe_layout($epoch, 12)}. Not every new ID would be larger than every ID already issued.\E$/m,
+	'sequence_bits 13 -> 12: the DETAIL names both layouts');
+is(layout_rows(), 2, 'sequence_bits 13 -> 12: nothing is recorded');
+is(changed_decodes(), 0, 'sequence_bits 13 -> 12: old IDs still decode');
+is(hand_decode_mismatches('seq13', 13, $epoch),
+	0, 'sequence_bits 13 -> 12: 13-bit IDs still decode with 13 bits');
+put_back_layout_file($saved_file);
+
+# --- (d) a later epoch: refused --------------------------------------------------
+
+my $later_epoch = '2025-06-01';
+refused_start(
+	'later epoch',
+	describe_layout($epoch, 13),
+	describe_layout($later_epoch, 13),
+	sequence_bits => 13,
+	epoch => $later_epoch);
+$saved_file = start_without_layout_file();
+$detail = refused_nextval('later epoch');
+like(
+	$detail,
+	qr/^DETAIL:  \QRecorded: ${\ describe_layout($epoch, 13)}. Running: ${\ describe_layout($later_epoch, 13)}.\E/m,
+	'later epoch: the DETAIL names both epochs');
+is(layout_rows(), 2, 'later epoch: nothing is recorded');
+is(changed_decodes(), 0, 'later epoch: old IDs still decode');
+put_back_layout_file($saved_file);
+
+# --- restoring the recorded layout works again ---------------------------------
+
+write_settings(sequence_bits => 13);
+$node->start;
+issue_ids('restored', 1000);
+is(layout_rows(), 2, 'restored layout: no new row is recorded');
+is( query(
+		q(SELECT (SELECT min(id) FROM ids WHERE phase = 'restored') >
+		         (SELECT max(id) FROM ids WHERE phase <> 'restored'))),
+	't',
+	'restored layout: new IDs are larger than all earlier ones');
+
+# --- an earlier epoch: accepted ---------------------------------------------
+
+my $earlier_epoch = '2024-01-01';
+restart_with(sequence_bits => 13, epoch => $earlier_epoch);
+issue_ids('earlier', 1000);
+is(layout_rows(), 3, 'earlier epoch: a third row is appended');
+is( query(
+		q(SELECT (SELECT min(id) FROM ids WHERE phase = 'earlier') >
+		         (SELECT max(id) FROM ids WHERE phase <> 'earlier'))),
+	't',
+	'earlier epoch: new IDs are larger than all earlier ones');
+is(hand_decode_mismatches('earlier', 13, $earlier_epoch),
+	0, 'earlier epoch: new IDs decode from the earlier epoch');
+is(hand_decode_mismatches('restored', 13, $epoch),
+	0, 'earlier epoch: IDs of the previous layout decode from its epoch');
+is(changed_decodes(), 0, 'earlier epoch: the oldest IDs decode as before');
+
+# --- an aborted recording is recorded again --------------------------------------
+
+# A second database sees the next layout change first.  Its first call runs
+# in a transaction that rolls back, and then in a savepoint that rolls back:
+# each time, the next call in the same session records the layout again.
+query('CREATE DATABASE other');
+$node->safe_psql('other',
+	'CREATE EXTENSION snowflake; CREATE TABLE ids (id bigint NOT NULL)');
+restart_with(sequence_bits => 14, epoch => $earlier_epoch);
+is( $node->safe_psql(
+		'other', q(
+BEGIN;
+SELECT snowflake_nextval() > 0;
+ROLLBACK;
+SELECT count(*) FROM snowflake_layout;
+INSERT INTO ids SELECT snowflake_nextval();
+SELECT count(*) FROM snowflake_layout;
+)),
+	"t\n1\n2",
+	'a layout recorded by an aborted transaction is recorded by the next call');
+is( $node->safe_psql(
+		'postgres', q(
+BEGIN;
+SAVEPOINT first_call;
+SELECT snowflake_nextval() > 0;
+ROLLBACK TO first_call;
+SELECT count(*) FROM snowflake_layout;
+INSERT INTO ids (phase, id) SELECT 'seq14', snowflake_nextval();
+COMMIT;
+SELECT count(*) FROM snowflake_layout;
+)),
+	"t\n3\n4",
+	'a layout recorded in an aborted savepoint is recorded by the next call');
+$node->safe_psql('other',
+	'INSERT INTO ids SELECT snowflake_nextval() FROM generate_series(1, 1000)');
+
+# --- the data directory guards databases that missed a change ------------------
+
+# After the 14-bit run, "postgres" is not used again.  An earlier epoch
+# with 13 bits would be accepted by its own history as it stood before, but
+# the 14-bit IDs it issued (and those of "other") would be larger: the
+# server refuses to start.
+refused_start(
+	'back below a layout another database used',
+	describe_layout($earlier_epoch, 14),
+	describe_layout('2023-06-01', 13),
+	sequence_bits => 13,
+	epoch => '2023-06-01');
+write_settings(sequence_bits => 14, epoch => $earlier_epoch);
+$node->start;
+
+my $other_ids = $node->safe_psql('other', 'SELECT string_agg(id::text, \',\') FROM ids');
+is( query(
+		"SELECT count(*) - count(DISTINCT id) FROM "
+		  . "(SELECT id FROM ids UNION ALL SELECT unnest('{$other_ids}'::bigint[])) AS s"),
+	0,
+	'no ID was issued twice across all layouts and both databases');
+
+$node->stop;
+
+done_testing();
