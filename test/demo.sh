@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds and installs snowflake, starts a throwaway cluster with it
+# preloaded, and shows the main job: a table keyed by snowflake_nextval(),
+# a decode query, the worker view and the status.  Run as root on a fresh
+# machine; the cluster runs as an unprivileged user and stays up so you can
+# try it (the last lines say how to connect and how to stop it).
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+
+"$top/test/install-deps.sh"
+# shellcheck source=tester-env.sh
+. "$top/test/tester-env.sh"
+prepare_tester_copy "$top"
+build_and_install
+
+demo=${SNOWFLAKE_DEMO_DIR:-/tmp/snowflake-demo}
+port=${SNOWFLAKE_DEMO_PORT:-5499}
+if [ -f "$demo/data/postmaster.pid" ]; then
+	runuser -u "$SNOWFLAKE_TEST_USER" -- "$PG_BINDIR/pg_ctl" -D "$demo/data" -m fast stop >/dev/null || true
+fi
+rm -rf "$demo"
+mkdir -p "$demo"
+chown "$SNOWFLAKE_TEST_USER" "$demo"
+
+as_tester "$PG_BINDIR/initdb" -D "$demo/data" -A trust -U postgres >/dev/null
+cat >> "$demo/data/postgresql.conf" <<CONF
+shared_preload_libraries = 'snowflake'
+listen_addresses = ''
+unix_socket_directories = '$demo'
+port = $port
+CONF
+as_tester "$PG_BINDIR/pg_ctl" -D "$demo/data" -l "$demo/server.log" -w start >/dev/null
+
+as_tester psql -X -h "$demo" -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 -e <<'SQL'
+CREATE EXTENSION snowflake;
+CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), item text);
+INSERT INTO orders (item) VALUES ('tea'), ('cake'), ('scone') RETURNING id;
+SELECT o.id, o.item, d.* FROM orders AS o, snowflake_decode(o.id) AS d ORDER BY o.id;
+INSERT INTO orders (item) SELECT 'bulk ' || g FROM generate_series(1, 100000) AS g;
+SELECT count(*) AS rows, count(DISTINCT id) AS distinct_ids FROM orders;
+SELECT worker_id, pid = pg_backend_pid() AS this_session, datname, usename, ids_issued
+  FROM snowflake_workers;
+SELECT * FROM snowflake_status();
+SQL
+
+cat <<EOF
+
+The demo cluster is running.
+  connect: sudo -u $SNOWFLAKE_TEST_USER psql -h $demo -p $port -U postgres
+  stop:    sudo -u $SNOWFLAKE_TEST_USER $PG_BINDIR/pg_ctl -D $demo/data stop
+EOF
