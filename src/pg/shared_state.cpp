@@ -3,7 +3,7 @@
  *	  Requesting, creating and finding snowflake's shared memory.
  *
  * The memory is created afresh at every postmaster start and after every
- * crash restart.  Slots then start from a floor timestamp of "now +
+ * crash restart.  Slots then start from a floor timestamp just above "now +
  * snowflake.max_drift": no ID issued before the restart can have a timestamp
  * that high, because IDs never run further ahead of the clock than that.
  */
@@ -89,7 +89,8 @@ StartSharedState(void)
 	if (!found)
 	{
 		state->started_unix_ms = NowUnixMs();
-		state->floor_timestamp = state->started_unix_ms + g_settings.max_drift_ms -
+		/* +1: an ID issued in this very millisecond may carry now + max_drift. */
+		state->floor_timestamp = state->started_unix_ms + g_settings.max_drift_ms + 1 -
 			g_settings.layout.epoch_ms;
 		pg_atomic_init_u64(&state->release_counter, 0);
 		state->slot_count = SlotCount();

@@ -1,0 +1,176 @@
+# Bulk, concurrent ID generation: four sessions, started together and really
+# running at the same time, insert 2 million rows into a table whose primary
+# key defaults to snowflake_nextval().  Proves: no duplicate IDs, IDs strictly
+# increase in insertion order within each session, each session works under a
+# worker id of its own, and snowflake_status() counted every ID.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+
+my $sessions = 4;
+my $statements = 5;                 # per session
+my $rows_per_statement = 100_000;
+my $total_rows = $sessions * $statements * $rows_per_statement;
+
+# The lock the sessions queue on so that they all start at the same moment.
+my $start_gate = 4242;
+
+# Builds the psql script of one session: wait at the gate, log the start,
+# insert in several statements, log the end.
+sub session_script
+{
+	my ($session) = @_;
+	my $script = "SELECT pg_advisory_lock_shared($start_gate);\n"
+	  . "SELECT pg_advisory_unlock_shared($start_gate);\n"
+	  . "INSERT INTO session_log VALUES ($session, clock_timestamp(), NULL);\n";
+	for my $stmt (1 .. $statements)
+	{
+		$script .=
+		    "INSERT INTO bulk (session, stmt, n) "
+		  . "SELECT $session, $stmt, g "
+		  . "FROM generate_series(1, $rows_per_statement) AS g;\n";
+	}
+	$script .= "UPDATE session_log SET finished = clock_timestamp() "
+	  . "WHERE session = $session;\n";
+	return $script;
+}
+
+# Starts one psql per session in the background; each reads its script from
+# a file and writes its output to files, so no pipe needs pumping.
+sub start_sessions
+{
+	my ($node) = @_;
+	my $dir = PostgreSQL::Test::Utils::tempdir();
+	my @runs;
+	for my $session (1 .. $sessions)
+	{
+		my $file = "$dir/session_$session.sql";
+		append_to_file($file, session_script($session));
+		my @cmd = (
+			$node->installed_command('psql'), '-XAtq', '-v', 'ON_ERROR_STOP=1',
+			'-d', $node->connstr('postgres'), '-f', $file);
+		push @runs,
+		  {
+			session => $session,
+			stderr => "$dir/session_$session.err",
+			run => IPC::Run::start(
+				\@cmd, '>', "$dir/session_$session.out",
+				'2>', "$dir/session_$session.err")
+		  };
+	}
+	return @runs;
+}
+
+# Waits for every session to exit and reports each one's success.
+sub finish_sessions
+{
+	my @runs = @_;
+	for my $r (@runs)
+	{
+		my $ok = $r->{run}->finish;
+		ok($ok, "session $r->{session} ran all its statements")
+		  or diag(slurp_file($r->{stderr}));
+	}
+	return;
+}
+
+my $node = PostgreSQL::Test::Cluster->new('bulk');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', qq(
+shared_preload_libraries = 'snowflake'
+max_wal_size = 2GB
+));
+$node->start;
+
+$node->safe_psql(
+	'postgres', q{
+CREATE EXTENSION snowflake;
+CREATE TABLE bulk (
+    id      bigint PRIMARY KEY DEFAULT snowflake_nextval(),
+    session integer NOT NULL,
+    stmt    integer NOT NULL,
+    n       integer NOT NULL
+);
+CREATE TABLE session_log (
+    session  integer PRIMARY KEY,
+    started  timestamptz NOT NULL,
+    finished timestamptz
+);
+});
+
+# Close the gate, start the sessions, and open it once all four queue on it.
+my $gate = $node->background_psql('postgres');
+$gate->query_safe("SELECT pg_advisory_lock($start_gate)");
+my @runs = start_sessions($node);
+ok( $node->poll_query_until(
+		'postgres', qq{
+SELECT count(*) = $sessions FROM pg_locks
+ WHERE locktype = 'advisory' AND objid = $start_gate AND NOT granted}),
+	'all sessions wait at the start gate');
+$gate->query_safe("SELECT pg_advisory_unlock($start_gate)");
+$gate->quit;
+finish_sessions(@runs);
+
+# The sessions overlapped: some instant lies inside every session's run.
+is( $node->safe_psql(
+		'postgres', qq{
+SELECT count(*) = $sessions AND max(started) < min(finished)
+  FROM session_log}),
+	't',
+	'all sessions were inserting at the same time');
+
+is( $node->safe_psql(
+		'postgres', 'SELECT count(*), count(DISTINCT id) FROM bulk'),
+	"$total_rows|$total_rows",
+	"$total_rows rows, no duplicate ID");
+
+is( $node->safe_psql(
+		'postgres', q{
+SELECT count(*) FROM (
+    SELECT id, lag(id) OVER (PARTITION BY session ORDER BY stmt, n) AS prev
+      FROM bulk) AS ordered
+ WHERE id <= prev}),
+	'0',
+	'within each session, IDs strictly increase in insertion order');
+
+# One worker id per session, none shared; node id and timestamps sane.
+my $per_session = $node->safe_psql(
+	'postgres', q{
+SELECT session, count(*), count(DISTINCT d.worker_id), min(d.worker_id),
+       bool_and(d.node_id = 0),
+       bool_and(d.ts BETWEEN now() - interval '1 hour'
+                         AND now() + interval '1 hour')
+  FROM bulk, LATERAL snowflake_decode(id) AS d
+ GROUP BY session ORDER BY session});
+my %worker_of;
+for my $line (split /\n/, $per_session)
+{
+	my ($session, $rows, $workers, $worker, $node_ok, $ts_ok) =
+	  split /\|/, $line;
+	is($rows, $statements * $rows_per_statement,
+		"session $session inserted all its rows");
+	is($workers, 1, "session $session used a single worker id");
+	is("$node_ok|$ts_ok", 't|t',
+		"session $session: node id 0 and a current timestamp in its IDs");
+	$worker_of{$session} = $worker;
+}
+my %sessions_of_worker;
+$sessions_of_worker{ $worker_of{$_} }++ for keys %worker_of;
+is(scalar(keys %sessions_of_worker),
+	$sessions, 'every session had a worker id of its own')
+  or diag explain \%worker_of;
+
+# Counters: every ID was counted, and every slot came back on exit.
+cmp_ok(
+	$node->safe_psql('postgres', 'SELECT ids_issued FROM snowflake_status()'),
+	'>=', $total_rows, 'snowflake_status() counted every issued ID');
+ok( $node->poll_query_until(
+		'postgres', 'SELECT slots_used = 0 FROM snowflake_status()'),
+	'the sessions released their slots when they exited');
+
+$node->stop;
+done_testing();

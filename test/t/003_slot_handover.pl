@@ -1,0 +1,190 @@
+# Worker-slot handover.  On a node with a single slot, a session that claims
+# the slot right after another one gave it up (by disconnecting, or through
+# snowflake_release_worker()) continues strictly after the old holder's
+# high-water mark, in the very same millisecond when the old holder ran ahead
+# of the clock.  With more slots, a released slot is handed out last: never
+# used slots first, then the least recently released one.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $burst_size = 2_000_000;
+my $max_sequence = 4095;    # 12 sequence bits, the default
+
+# Starts a node with snowflake preloaded and the given extra settings.
+sub start_node
+{
+	my ($name, $settings) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	$node->append_conf('postgresql.conf',
+		"shared_preload_libraries = 'snowflake'\n" . ($settings // ''));
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+	return $node;
+}
+
+# The fields of an ID, with the timestamp in Unix milliseconds.
+sub decode
+{
+	my ($node, $id) = @_;
+	my ($ts, $node_id, $worker, $seq) = split /\|/,
+	  $node->safe_psql(
+		'postgres', qq{
+SELECT (extract(epoch FROM ts) * 1000)::bigint, node_id, worker_id, seq
+  FROM snowflake_decode($id)});
+	return { ts => $ts, node_id => $node_id, worker => $worker, seq => $seq };
+}
+
+# Issues a burst of IDs in a session.  Returns the last ID and how far its
+# timestamp lies ahead of the wall clock at the end of the burst, in ms.
+sub burst
+{
+	my ($session) = @_;
+	my ($last, $ahead) = split /\|/, $session->query_safe(
+		qq{
+SELECT last,
+       (extract(epoch FROM (snowflake_decode(last)).ts - clock_timestamp())
+        * 1000)::bigint
+  FROM (SELECT max(snowflake_nextval()) AS last
+          FROM generate_series(1, $burst_size)) AS b});
+	return ($last, $ahead);
+}
+
+sub nextval
+{
+	my ($session) = @_;
+	return $session->query_safe('SELECT snowflake_nextval()');
+}
+
+# The worker id a session works under, claiming a slot if it has none.
+sub claimed_worker
+{
+	my ($session) = @_;
+	return $session->query_safe(
+		'SELECT worker_id FROM snowflake_decode(snowflake_nextval())');
+}
+
+# Checks that $new_id is the ID right after $old_id under the same worker:
+# same millisecond and the next sequence number, or the next millisecond
+# and sequence 0 when the old one used the last sequence number.
+sub continues_right_after
+{
+	my ($node, $old_id, $new_id, $what) = @_;
+	my $old = decode($node, $old_id);
+	my $new = decode($node, $new_id);
+	my %expected =
+	  $old->{seq} < $max_sequence
+	  ? (ts => $old->{ts}, seq => $old->{seq} + 1)
+	  : (ts => $old->{ts} + 1, seq => 0);
+
+	cmp_ok($new_id, '>', $old_id, "$what: new holder's first ID is larger");
+	is($new->{worker}, $old->{worker}, "$what: same worker id");
+	is( "$new->{ts}/$new->{seq}",
+		"$expected{ts}/$expected{seq}",
+		"$what: continues in the same millisecond, at the next sequence")
+	  or diag explain { old => $old, new => $new };
+	return;
+}
+
+# Whether a backend holds the slot lock, as pg_locks shows it.
+sub holds_slot_lock
+{
+	my ($node, $pid) = @_;
+	return $node->safe_psql(
+		'postgres', qq{
+SELECT count(*) > 0 FROM pg_locks
+ WHERE locktype = 'advisory' AND database = 0 AND classid = 1936617335
+   AND pid = $pid AND granted});
+}
+
+# --- Single slot: handover by disconnecting -------------------------------
+#
+# Right after start a slot's mark lies max_drift ahead of the clock, and the
+# burst keeps it there.  A max_drift of 5 s leaves the next holder ample time
+# to claim before the clock catches up with the mark, on a slow machine too.
+my $single = start_node('single_slot',
+	"snowflake.worker_bits = 0\nsnowflake.max_drift = 5000\n");
+is($single->safe_psql('postgres', 'SELECT slots_total FROM snowflake_status()'),
+	'1', 'worker_bits = 0 gives one slot');
+
+# B connects first, so that it can claim the moment A is gone.
+my $session_b = $single->background_psql('postgres');
+$session_b->query_safe("SET snowflake.claim_timeout = '60s'");
+my $session_a = $single->background_psql('postgres');
+my ($last_a, $ahead_a) = burst($session_a);
+cmp_ok($ahead_a, '>', 0, "A's last ID runs ahead of the wall clock");
+$session_a->quit;
+# B's claim waits until A's backend has exited and released the slot.
+my $first_b = nextval($session_b);
+continues_right_after($single, $last_a, $first_b, 'after disconnect');
+my $last_b = nextval($session_b);
+cmp_ok($last_b, '>', $first_b, 'B goes on increasing');
+$session_b->quit;
+
+# --- Single slot: handover through snowflake_release_worker() -------------
+my $session_c = $single->background_psql('postgres');
+my $session_d = $single->background_psql('postgres');
+$session_d->query_safe("SET snowflake.claim_timeout = '60s'");
+my ($last_c, $ahead_c) = burst($session_c);
+cmp_ok($last_c, '>', $last_b, 'C continued after the previous holders');
+cmp_ok($ahead_c, '>', 0, "C's last ID runs ahead of the wall clock");
+my $pid_c = $session_c->query_safe('SELECT pg_backend_pid()');
+is(holds_slot_lock($single, $pid_c), 't', 'C holds the slot lock');
+is($session_c->query_safe('SELECT snowflake_release_worker()'),
+	't', 'C releases its slot');
+is(holds_slot_lock($single, $pid_c), 'f', 'C no longer holds the slot lock');
+is($session_c->query_safe('SELECT snowflake_release_worker()'),
+	'f', 'a second release finds no slot');
+my $first_d = nextval($session_d);
+continues_right_after($single, $last_c, $first_d, 'after release_worker');
+
+# While D holds the only slot, nobody else gets one.
+my ($ret, $out, $err) = $single->psql('postgres',
+	"SET snowflake.claim_timeout = 100; SELECT snowflake_nextval()");
+isnt($ret, 0, 'no slot while D holds the only one');
+like($err, qr/all 1 snowflake worker slots are in use/, 'with a clear error');
+
+# C claims again once D lets go, and still issues larger IDs than before.
+my $last_d = nextval($session_d);
+$session_d->query_safe('SELECT snowflake_release_worker()');
+my $again_c = nextval($session_c);
+cmp_ok($again_c, '>', $last_d, "C's new ID is after D's last");
+cmp_ok($again_c, '>', $last_c, "C's new ID is after its own earlier ones");
+$session_c->quit;
+$session_d->quit;
+$single->stop;
+
+# --- Many slots: never used first, a released one last --------------------
+my $many = start_node('many_slots');
+my @s = map { $many->background_psql('postgres') } 1 .. 3;
+is(claimed_worker($s[0]), 0, 's1 claims worker 0');
+is(claimed_worker($s[1]), 1, 's2 claims worker 1');
+is($s[0]->query_safe('SELECT snowflake_release_worker()'), 't',
+	's1 releases worker 0');
+is(claimed_worker($s[2]), 2, 's3 claims worker 2, not the released 0');
+is( $many->safe_psql(
+		'postgres', q{
+SELECT string_agg(worker_id::text, ',' ORDER BY worker_id)
+  FROM snowflake_workers}),
+	'1,2',
+	'snowflake_workers lists the held slots only');
+is(claimed_worker($s[0]), 3, 's1 claims again: worker 3, still not 0');
+$_->quit for @s;
+$many->stop;
+
+# --- Two slots: among released slots, the least recently released first ----
+my $two = start_node('two_slots', "snowflake.worker_bits = 1\n");
+my @t = map { $two->background_psql('postgres') } 1 .. 4;
+is(claimed_worker($t[0]), 0, 't1 claims worker 0');
+is(claimed_worker($t[1]), 1, 't2 claims worker 1');
+$t[1]->query_safe('SELECT snowflake_release_worker()');
+$t[0]->query_safe('SELECT snowflake_release_worker()');
+is(claimed_worker($t[2]), 1, 't3 gets worker 1, released before worker 0');
+is(claimed_worker($t[3]), 0, 't4 gets worker 0, the last released');
+$_->quit for @t;
+$two->stop;
+
+done_testing();
