@@ -51,9 +51,10 @@ RefuseOutsidePrimaryLeader(void)
 }
 
 /*
- * Claims a slot and starts the generator after both the slot's mark (the previous holder's last ID) and the
- * session's own last ID, so IDs stay unique and, per session, increasing
- * even when a session releases one slot and claims another.
+ * Claims a slot and starts the generator after both the slot's mark (the
+ * previous holder's last ID) and the session's own last ID, so IDs stay
+ * unique and, per session, increasing even when a session releases one slot
+ * and claims another.
  */
 static void
 AcquireGenerator(SharedState *state)
