@@ -12,13 +12,19 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" snowflake.contr
 MODULE_big = snowflake
 CORE_OBJS = src/core/epoch.o src/core/generator.o src/core/layout.o
 OBJS = $(CORE_OBJS) \
-	src/pg/decode.o src/pg/layout_file.o src/pg/layout_registry.o src/pg/module.o src/pg/nextval.o \
-	src/pg/settings.o src/pg/shared_state.o src/pg/status.o src/pg/worker_slot.o
+	src/pg/decode.o src/pg/durable_file.o src/pg/layout_file.o src/pg/layout_registry.o \
+	src/pg/module.o src/pg/nextval.o src/pg/reservation.o src/pg/reservation_wal.o \
+	src/pg/reservation_worker.o src/pg/settings.o src/pg/shared_state.o src/pg/status.o \
+	src/pg/worker_slot.o
 
-# One source for the install script of the current version; upgrade
-# scripts between released versions live beside it.
+# The install script of the current version is built from the first
+# release and the upgrade scripts, in order, so a fresh install and an
+# upgraded one cannot differ.  Older install scripts are not shipped, except
+# the first release's, which the upgrade test starts from.
+FIRST_RELEASE = src/sql/snowflake--1.0.sql
+UPGRADE_CHAIN = src/sql/snowflake--1.0--1.1.sql
 DATA_built = snowflake--$(EXTVERSION).sql
-DATA = $(wildcard src/sql/upgrades/snowflake--*--*.sql)
+DATA = $(FIRST_RELEASE) $(UPGRADE_CHAIN)
 EXTRA_CLEAN = test/unit/core_test
 
 REGRESS = api decode errors status upgrade
@@ -42,9 +48,11 @@ PG_CXXFLAGS = -std=c++17 -fno-exceptions -fno-rtti $(WARNINGS)
 override with_llvm = no
 include $(PGXS)
 override COMPILER = $(CXX) $(CXXFLAGS)
+# After PGXS, which resets it: the tests' own Perl modules.
+PROVE_FLAGS += -I test/perl
 
-snowflake--$(EXTVERSION).sql: src/sql/snowflake.sql snowflake.control
-	sed 's/@EXTVERSION@/$(EXTVERSION)/g' $< > $@
+snowflake--$(EXTVERSION).sql: $(FIRST_RELEASE) $(UPGRADE_CHAIN) snowflake.control
+	cat $(FIRST_RELEASE) $(UPGRADE_CHAIN) > $@
 
 # The core alone, with exceptions on, as GoogleTest needs.
 test/unit/core_test: test/unit/core_test.cpp $(CORE_OBJS:.o=.cpp) src/core/*.hpp

@@ -8,6 +8,14 @@ SELECT epoch, timestamp_bits, node_bits, worker_bits, sequence_bits, node_id,
        max_drift_ms, slots_total
   FROM snowflake_status();
 
+-- IDs issued so far are covered by the durable reservation, which was
+-- WAL-logged a handful of times, not once per ID.
+SELECT reserved_until >= (SELECT max(w.last_timestamp) FROM snowflake_workers AS w)
+           IS NOT FALSE AS covers_issued,
+       reservations BETWEEN 1 AND 100 AS few_records,
+       ids_issued > 20000 AS many_ids
+  FROM snowflake_status();
+
 -- The recorded layout matches the running one.
 SELECT first_id, epoch, node_bits, worker_bits, sequence_bits FROM snowflake_layout;
 
@@ -39,3 +47,8 @@ SELECT max(timestamptz '2025-01-01 00:00:00+00' + (s.id >> 22) * interval '1 ms'
        count(DISTINCT s.id) = 2000000 AS all_distinct
   FROM (SELECT clock_timestamp() AS clock_before, snowflake_nextval() AS id
           FROM generate_series(1, 500) AS a, generate_series(1, 4000) AS b) AS s;
+
+-- The reservation still covers every ID issued, after ten million more.
+SELECT s.reserved_until >= (SELECT max(w.last_timestamp) FROM snowflake_workers AS w)
+           AS covers_issued
+  FROM snowflake_status() AS s;

@@ -17,10 +17,41 @@ SELECT pg_describe_object(d.classid, d.objid, 0) AS object
  WHERE d.refclassid = 'pg_extension'::regclass AND e.extname = 'snowflake'
  ORDER BY 1;
 
-ALTER EXTENSION snowflake UPDATE;
+SELECT pg_get_function_arguments('snowflake_status'::regproc) AS status_1_0;
+
+ALTER EXTENSION snowflake UPDATE TO '1.1';
+SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
+SELECT pg_describe_object(d.classid, d.objid, 0) AS object
+  FROM pg_depend AS d
+       JOIN pg_extension AS e ON e.oid = d.refobjid
+ WHERE d.refclassid = 'pg_extension'::regclass AND e.extname = 'snowflake'
+ ORDER BY 1;
+SELECT pg_get_function_arguments('snowflake_status'::regproc) AS status_1_1;
+
+-- The upgraded extension matches a fresh install of the default version.
+CREATE TEMP TABLE upgraded AS
+SELECT p.proname, pg_get_function_arguments(p.oid) AS args,
+       pg_get_function_result(p.oid) AS result, p.provolatile, p.proisstrict,
+       p.proparallel
+  FROM pg_proc AS p
+ WHERE p.proname LIKE 'snowflake%';
+DROP EXTENSION snowflake;
+CREATE EXTENSION snowflake;
 SELECT extversion = (SELECT default_version FROM pg_available_extensions
                       WHERE name = 'snowflake') AS at_default_version
   FROM pg_extension WHERE extname = 'snowflake';
+SELECT count(*) AS differences
+  FROM ((SELECT * FROM upgraded
+         EXCEPT
+         SELECT p.proname, pg_get_function_arguments(p.oid), pg_get_function_result(p.oid),
+                p.provolatile, p.proisstrict, p.proparallel
+           FROM pg_proc AS p WHERE p.proname LIKE 'snowflake%')
+        UNION ALL
+        (SELECT p.proname, pg_get_function_arguments(p.oid), pg_get_function_result(p.oid),
+                p.provolatile, p.proisstrict, p.proparallel
+           FROM pg_proc AS p WHERE p.proname LIKE 'snowflake%'
+         EXCEPT
+         SELECT * FROM upgraded)) AS d;
 
 -- Still working after the update.
 SELECT snowflake_nextval() > 0 AS works;

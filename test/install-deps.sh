@@ -10,6 +10,7 @@ packages=(
 	postgresql-server-dev-15  # PGXS, headers, pg_regress, isolationtester
 	libipc-run-perl           # PostgreSQL::Test::Cluster for TAP tests
 	libgtest-dev              # the C++ unit tests
+	faketime                  # libfaketime, for clock-fault TAP tests
 )
 
 missing=()

@@ -16,6 +16,10 @@
  * asks the caller to wait.  A clock behind the mark is handled the same way:
  * IDs continue after the mark and the drift bound still applies.
  *
+ * Reservation: the caller's durable promise of how far timestamps may go.
+ * The generator never issues a timestamp beyond it; it asks the caller to
+ * extend the reservation first.
+ *
  * Part of the pure C++ core: no PostgreSQL header.
  */
 #ifndef SNOWFLAKE_CORE_GENERATOR_HPP
@@ -50,6 +54,7 @@ enum class Outcome
 {
 	kIssued,					/* an ID was produced */
 	kWait,						/* the wall clock must first reach a given time */
+	kReserve,					/* the reservation must first reach a given time */
 	kExhausted,					/* the layout's timestamp space is used up */
 };
 
@@ -64,12 +69,15 @@ public:
 					  int64_t max_drift_ms, Mark after);
 
 	/*
-	 * The next ID at wall-clock time "now" (ms since the layout's epoch).
+	 * The next ID at wall-clock time "now", with timestamps reserved up to
+	 * "reserved" (both in ms since the layout's epoch).
 	 * kIssued: *result is the ID and the mark has moved to it.
-	 * kWait: *result is the earliest "now" at which to call again; the
-	 * mark is unchanged.  kExhausted: nothing changed.
+	 * kWait: *result is the earliest "now" at which to call again.
+	 * kReserve: *result is the timestamp the reservation must cover.
+	 * kExhausted: the layout has no timestamps left.
+	 * Except for kIssued, nothing changed.
 	 */
-	Outcome		Next(int64_t now, int64_t *result)
+	Outcome		Next(int64_t now, int64_t reserved, int64_t *result)
 	{
 		int64_t		timestamp;
 		uint32_t	sequence;
@@ -97,6 +105,11 @@ public:
 		}
 		if (timestamp > max_timestamp_)
 			return Outcome::kExhausted;
+		if (timestamp > reserved)
+		{
+			*result = timestamp;
+			return Outcome::kReserve;
+		}
 
 		mark_.timestamp = timestamp;
 		mark_.sequence = sequence;

@@ -2,8 +2,8 @@
  * clock.hpp
  *	  The wall clock, read the cheapest precise way.
  *
- * clock_gettime(CLOCK_REALTIME) is served by the vDSO on Linux, so reading
- * it is not a real system call.
+ * clock_gettime() is served by the vDSO on Linux, so reading a clock is not
+ * a real system call.
  */
 #ifndef SNOWFLAKE_PG_CLOCK_HPP
 #define SNOWFLAKE_PG_CLOCK_HPP
@@ -27,6 +27,16 @@ NowUnixMs(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A clock that never steps: for timeouts, and to detect wall-clock steps. */
+inline int64_t
+NowMonotonicUs(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
 }
 
 #endif							/* SNOWFLAKE_PG_CLOCK_HPP */

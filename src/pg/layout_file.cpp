@@ -3,49 +3,31 @@
  *	  Reading and durably replacing $PGDATA/snowflake.layout.
  *
  * The file is one line of text, "epoch_ms node_bits worker_bits
- * sequence_bits", so an operator can read it.  It is replaced by writing a
- * temporary file, fsyncing it, renaming it over the old one and fsyncing
- * the directory, so a crash leaves either the old or the new layout.
+ * sequence_bits", so an operator can read it.
  */
 #include "postgres_headers.hpp"
 
-#include <cerrno>
 #include <cstdio>
-#include <fcntl.h>
-#include <unistd.h>
 
 #include "clock.hpp"
+#include "durable_file.hpp"
 #include "layout_file.hpp"
 #include "layout_registry.hpp"
 #include "settings.hpp"
-
-static char *
-LayoutFilePath(const char *suffix)
-{
-	return psprintf("%s/%s%s", DataDir, kLayoutFileName, suffix);
-}
 
 /* False if there is no file yet; FATAL if it cannot be read. */
 static bool
 ReadLayoutFile(snowflake::Layout *layout)
 {
-	char	   *path = LayoutFilePath("");
-	FILE	   *file = fopen(path, "r");
+	char	   *path = DataDirectoryFile(kLayoutFileName);
+	char		line[128];
 	long long	epoch_ms;
 
-	if (file == nullptr)
-	{
-		if (errno == ENOENT)
-			return false;
-		ereport(FATAL,
-				(errcode_for_file_access(),
-				 errmsg("could not open file \"%s\": %m", path)));
-	}
-	int			fields = fscanf(file, "%lld %d %d %d", &epoch_ms, &layout->node_bits,
-								&layout->worker_bits, &layout->sequence_bits);
-
-	fclose(file);
-	if (fields != 4 || snowflake::CheckWidths(*layout) != snowflake::WidthProblem::kOk)
+	if (!ReadSmallFile(path, line, sizeof(line), FATAL))
+		return false;
+	if (sscanf(line, "%lld %d %d %d", &epoch_ms, &layout->node_bits,
+			   &layout->worker_bits, &layout->sequence_bits) != 4 ||
+		snowflake::CheckWidths(*layout) != snowflake::WidthProblem::kOk)
 		ereport(FATAL,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("file \"%s\" does not hold a snowflake layout", path)));
@@ -54,34 +36,12 @@ ReadLayoutFile(snowflake::Layout *layout)
 }
 
 static void
-FailWrite(const char *path)
-{
-	ereport(FATAL,
-			(errcode_for_file_access(),
-			 errmsg("could not write file \"%s\": %m", path)));
-}
-
-static void
 WriteLayoutFile(const snowflake::Layout &layout)
 {
-	char	   *path = LayoutFilePath("");
-	char	   *temporary = LayoutFilePath(".tmp");
-	char	   *line = psprintf("%lld %d %d %d\n", static_cast<long long>(layout.epoch_ms),
-								layout.node_bits, layout.worker_bits, layout.sequence_bits);
-	int			fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, pg_file_create_mode);
-
-	if (fd < 0)
-		FailWrite(temporary);
-	if (write(fd, line, strlen(line)) != static_cast<ssize_t>(strlen(line)) ||
-		fsync(fd) != 0 || close(fd) != 0)
-		FailWrite(temporary);
-	if (rename(temporary, path) != 0)
-		FailWrite(path);
-
-	int			dir = open(DataDir, O_RDONLY);
-
-	if (dir < 0 || fsync(dir) != 0 || close(dir) != 0)
-		FailWrite(path);
+	WriteFileDurably(DataDirectoryFile(kLayoutFileName),
+					 psprintf("%lld %d %d %d\n", static_cast<long long>(layout.epoch_ms),
+							  layout.node_bits, layout.worker_bits, layout.sequence_bits),
+					 FATAL);
 }
 
 void
@@ -95,9 +55,12 @@ CheckLayoutOfDataDirectory(void)
 	{
 		if (last == running)
 			return;
-		/* As in shared memory, new IDs start at now + max_drift or later. */
-		if (!snowflake::IsProvableSuccessor(last, now_ms + kMaxDriftLimitMs, running,
-											now_ms + g_settings.max_drift_ms))
+
+		/*
+		 * New IDs are not older than this start; old ones reach at most
+		 * kMaxReachAheadMs past it.
+		 */
+		if (!snowflake::IsProvableSuccessor(last, now_ms + kMaxReachAheadMs, running, now_ms))
 			ereport(FATAL,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("the snowflake layout differs from the layout this data "

@@ -10,6 +10,7 @@
 #include "postgres_headers.hpp"
 
 #include "layout_registry.hpp"
+#include "reservation.hpp"
 #include "settings.hpp"
 #include "shared_state.hpp"
 #include "timestamps.hpp"
@@ -67,7 +68,7 @@ LayoutTableName(Oid fn_oid)
  * largest drift any run may have used.
  */
 Standing
-JudgeRunningLayout(const SharedState *state)
+JudgeRunningLayout(SharedState *state)
 {
 	const snowflake::Layout &running = g_settings.layout;
 
@@ -75,11 +76,18 @@ JudgeRunningLayout(const SharedState *state)
 		return Standing::kUnrecorded;
 
 	const snowflake::Layout &last = history[history_len - 1].layout;
-	int64		floor_unix_ms = running.epoch_ms + state->floor_timestamp;
 
 	if (last == running)
 		return Standing::kRecorded;
-	if (!snowflake::IsProvableSuccessor(last, state->started_unix_ms + kMaxDriftLimitMs,
+
+	/*
+	 * New IDs start at the floor.  Old ones reach at most kMaxReachAheadMs
+	 * past this server's start.
+	 */
+	int64		floor_unix_ms = running.epoch_ms +
+		(RecoveryInProgress() ? GenerationFloorOrNow(state) : GenerationFloor(state));
+
+	if (!snowflake::IsProvableSuccessor(last, state->started_unix_ms + kMaxReachAheadMs,
 										running, floor_unix_ms))
 		return Standing::kConflict;
 	successor_first_id = snowflake::SmallestIdFrom(running, floor_unix_ms);

@@ -8,11 +8,14 @@
  * preload it.
  *
  * At server start it validates the settings, checks the layout against the
- * one the data directory last ran with, and requests its shared memory.
+ * one the data directory last ran with, registers its WAL resource manager
+ * and background worker, and requests its shared memory.
  */
 #include "postgres_headers.hpp"
 
 #include "layout_file.hpp"
+#include "reservation_wal.hpp"
+#include "reservation_worker.hpp"
 #include "settings.hpp"
 #include "shared_state.hpp"
 
@@ -34,5 +37,7 @@ _PG_init(void)
 		return;
 	DefineSettings();
 	CheckLayoutOfDataDirectory();
+	RegisterReservationRmgr();
+	RegisterReservationWorker();
 	InstallSharedStateHooks();
 }

@@ -4,15 +4,19 @@
  *
  * The first call in a session does the slow work once: it checks that the
  * running layout may issue IDs in this database, claims a worker slot and
- * starts the generator after the slot's high-water mark.  Every later call
- * is the hot path: one clock read, the generator step, and two plain stores
- * into the session's own slot.  No lock, no allocation, no WAL.
+ * starts the generator after the slot's high-water mark and the floor.
+ * Every later call is the hot path: one clock read, one read of the shared
+ * reservation, the generator step, and two plain stores into the session's
+ * own slot.  No lock, no allocation, no WAL.  Leaving the hot path: waiting
+ * for the clock (bounded by snowflake.clock_wait_timeout), and, rarely,
+ * extending the reservation when the background worker has not.
  */
 #include "postgres_headers.hpp"
 
 #include "../core/generator.hpp"
 #include "clock.hpp"
 #include "layout_registry.hpp"
+#include "reservation.hpp"
 #include "settings.hpp"
 #include "shared_state.hpp"
 #include "timestamps.hpp"
@@ -28,6 +32,7 @@ PG_FUNCTION_INFO_V1(snowflake_release_worker);
 static constexpr int64 kMaxSleepUs = 10000;
 
 static snowflake::Generator generator;
+static SharedState *state = nullptr;
 static WorkerSlot *slot = nullptr;	/* the slot this session holds */
 static uint64 ids_from_slot = 0;	/* issued since the slot was claimed */
 
@@ -56,17 +61,59 @@ RefuseOutsidePrimaryLeader(void)
  * unique and, per session, increasing even when a session releases one slot
  * and claims another.
  */
+static int64
+NowTimestamp(void)
+{
+	return NowUnixMs() - g_settings.layout.epoch_ms;
+}
+
+/*
+ * Logs, once per server start, that the clock is behind the reservation the
+ * server resumed from: IDs then run ahead of the clock, or wait for it.
+ */
 static void
-AcquireGenerator(SharedState *state)
+ReportClockBehindFloor(int64 floor)
+{
+	int64		gap_ms = floor - 1 - NowTimestamp();
+	uint32		expected = 0;
+
+	if (gap_ms <= 0 || !state->floor_from_reservation ||
+		!pg_atomic_compare_exchange_u32(&state->gap_reported, &expected, 1))
+		return;
+	ereport(WARNING,
+			(errmsg("system clock is " INT64_FORMAT " ms behind the snowflake reservation",
+					gap_ms),
+			 errdetail("IDs continue above the reservation, which ends at %s.",
+					   timestamptz_to_str(UnixMsToTimestampTz(
+						   floor - 1 + g_settings.layout.epoch_ms))),
+			 gap_ms > g_settings.max_drift_ms ?
+			 errhint("snowflake_nextval() waits up to snowflake.clock_wait_timeout for "
+					 "the clock to come within snowflake.max_drift of them.") : 0));
+}
+
+/*
+ * Claims a slot and starts the generator after the slot's mark (the
+ * previous holder's last ID), the floor (the reservation this server
+ * resumed from) and the session's own last ID, so IDs stay unique and, per
+ * session, increasing even when a session releases one slot and claims
+ * another.
+ */
+static void
+AcquireGenerator(void)
 {
 	const snowflake::Layout &layout = g_settings.layout;
 	uint32		worker_id;
+	int64		floor = GenerationFloor(state);
+
+	ReportClockBehindFloor(floor);
 
 	WorkerSlot *claimed = ClaimWorkerSlot(state, &worker_id);
 	snowflake::IdParts last = snowflake::Decompose(
 		layout, static_cast<int64>(pg_atomic_read_u64(&claimed->last_id)));
-	snowflake::Mark after{last.timestamp, last.sequence};
+	snowflake::Mark after = snowflake::MarkBefore(layout, floor);
 
+	if (after < snowflake::Mark{last.timestamp, last.sequence})
+		after = snowflake::Mark{last.timestamp, last.sequence};
 	if (has_own_mark && after.timestamp <= own_mark.timestamp)
 		after = snowflake::Mark{own_mark.timestamp, layout.MaxSequence()};
 
@@ -76,19 +123,45 @@ AcquireGenerator(SharedState *state)
 	slot = claimed;
 }
 
-/* Sleeps until the wall clock reaches "target_unix_ms"; never holds a lock. */
+[[noreturn]] static void
+ReportClockTooFarBehind(int64 target_unix_ms)
+{
+	int64		behind_ms = target_unix_ms + g_settings.max_drift_ms - NowUnixMs();
+
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("system clock is " INT64_FORMAT " ms behind the next snowflake ID",
+					behind_ms),
+			 errdetail("snowflake_nextval() waited %d ms (snowflake.clock_wait_timeout) "
+					   "for the clock to come within snowflake.max_drift (%d ms) of it.",
+					   g_settings.clock_wait_timeout_ms, g_settings.max_drift_ms),
+			 errhint("Correct the system clock, or raise snowflake.max_drift or "
+					 "snowflake.clock_wait_timeout.")));
+}
+
+/*
+ * Sleeps until the wall clock reaches "target_unix_ms", for at most
+ * snowflake.clock_wait_timeout (measured on the monotonic clock, which
+ * steps do not move); never holds a lock.
+ */
 static void
 WaitForClock(int64 target_unix_ms)
 {
+	int64		deadline_us = NowMonotonicUs() +
+		int64{g_settings.clock_wait_timeout_ms} * 1000;
+
 	pg_atomic_write_u64(&slot->overflow_waits,
 						pg_atomic_read_u64(&slot->overflow_waits) + 1);
 	for (;;)
 	{
 		int64		remaining_us = target_unix_ms * 1000 - NowUnixUs();
+		int64		allowed_us = deadline_us - NowMonotonicUs();
 
 		if (remaining_us <= 0)
 			return;
-		pg_usleep(Min(remaining_us, kMaxSleepUs));
+		if (allowed_us <= 0)
+			ReportClockTooFarBehind(target_unix_ms);
+		pg_usleep(Min(Min(remaining_us, allowed_us), kMaxSleepUs));
 		CHECK_FOR_INTERRUPTS();
 	}
 }
@@ -114,7 +187,7 @@ NextId(void)
 
 	for (;;)
 	{
-		switch (generator.Next(NowUnixMs() - epoch_ms, &result))
+		switch (generator.Next(NowUnixMs() - epoch_ms, ReservedUntil(state), &result))
 		{
 			case snowflake::Outcome::kIssued:
 				pg_atomic_write_u64(&slot->last_id, static_cast<uint64>(result));
@@ -122,6 +195,9 @@ NextId(void)
 				return result;
 			case snowflake::Outcome::kWait:
 				WaitForClock(result + epoch_ms);
+				break;
+			case snowflake::Outcome::kReserve:
+				ExtendReservation(state, result);
 				break;
 			case snowflake::Outcome::kExhausted:
 				ReportExhausted();
@@ -136,13 +212,12 @@ NextId(void)
 static void
 PrepareGenerator(Oid fn_oid)
 {
-	SharedState *state = RequireSharedState();
-
+	state = RequireSharedState();
 	RefuseOutsidePrimaryLeader();
 	if (!g_layout_confirmed)
 		EnsureRunningLayoutRecorded(fn_oid);
 	if (slot == nullptr)
-		AcquireGenerator(state);
+		AcquireGenerator();
 }
 
 extern "C" Datum

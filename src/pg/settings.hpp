@@ -10,15 +10,26 @@
 
 #include "../core/layout.hpp"
 
-/* Upper bound of snowflake.max_drift; also bounds drift from an older run. */
-constexpr int kMaxDriftLimitMs = 60000;
+/* Upper bound of snowflake.max_drift (24 h); also bounds drift of older runs. */
+constexpr int kMaxDriftLimitMs = 86400000;
+
+/* Upper bound of snowflake.reserve_ahead. */
+constexpr int kMaxReserveAheadMs = 60000;
+
+/*
+ * How far past the wall clock at a server start any ID of an earlier run can
+ * reach: its drift plus the reservation ahead of it.
+ */
+constexpr int64_t kMaxReachAheadMs = int64_t{kMaxDriftLimitMs} + kMaxReserveAheadMs;
 
 struct Settings
 {
 	snowflake::Layout layout;	/* valid once DefineSettings() returned */
 	int			node_id;
 	int			max_drift_ms;
+	int			reserve_ahead_ms;	/* changeable on reload */
 	int			claim_timeout_ms;	/* changeable per session */
+	int			clock_wait_timeout_ms;	/* changeable per session */
 };
 
 extern Settings g_settings;

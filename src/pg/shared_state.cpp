@@ -3,16 +3,18 @@
  *	  Requesting, creating and finding snowflake's shared memory.
  *
  * The memory is created afresh at every postmaster start and after every
- * crash restart.  Slots then start from a floor timestamp just above "now +
- * snowflake.max_drift": no ID issued before the restart can have a timestamp
- * that high, because IDs never run further ahead of the clock than that.
+ * crash restart, with every slot free and the reservation as the data
+ * directory last recorded it; WAL replay may raise it further before the
+ * first ID is issued.
  */
 #include "postgres_headers.hpp"
 
-#include "../core/generator.hpp"
 #include "clock.hpp"
+#include "reservation.hpp"
 #include "settings.hpp"
 #include "shared_state.hpp"
+
+static constexpr const char *kLockTrancheName = "snowflake";
 
 static SharedState *shared_state = nullptr;
 
@@ -38,6 +40,7 @@ RequestSharedState(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(SharedStateSize());
+	RequestNamedLWLockTranche(kLockTrancheName, 1);
 
 	if (SlotCount() < static_cast<uint32>(MaxConnections))
 		ereport(WARNING,
@@ -51,20 +54,14 @@ RequestSharedState(void)
 static void
 InitSlots(SharedState *state)
 {
-	const snowflake::Layout &layout = g_settings.layout;
-	snowflake::Mark before = snowflake::MarkBefore(layout, state->floor_timestamp);
-
 	for (uint32 worker_id = 0; worker_id < state->slot_count; worker_id++)
 	{
 		WorkerSlot *slot = state->Slot(worker_id);
-		snowflake::IdParts parts{before.timestamp,
-								 static_cast<uint32_t>(g_settings.node_id),
-								 worker_id, before.sequence};
 
+		/* last_id 0: nothing issued; the floor bounds the first holder. */
 		memset(slot, 0, sizeof(PaddedWorkerSlot));
 		pg_atomic_init_u32(&slot->owner_pid, 0);
-		pg_atomic_init_u64(&slot->last_id,
-						   static_cast<uint64>(snowflake::Compose(layout, parts)));
+		pg_atomic_init_u64(&slot->last_id, 0);
 		pg_atomic_init_u64(&slot->holder_ids, 0);
 		pg_atomic_init_u64(&slot->earlier_ids, 0);
 		pg_atomic_init_u64(&slot->overflow_waits, 0);
@@ -89,12 +86,15 @@ StartSharedState(void)
 	if (!found)
 	{
 		state->started_unix_ms = NowUnixMs();
-		/* +1: an ID issued in this very millisecond may carry now + max_drift. */
-		state->floor_timestamp = state->started_unix_ms + g_settings.max_drift_ms + 1 -
-			g_settings.layout.epoch_ms;
 		pg_atomic_init_u64(&state->release_counter, 0);
 		state->slot_count = SlotCount();
+		state->reservation_lock = &(GetNamedLWLockTranche(kLockTrancheName))->lock;
+		pg_atomic_init_u32(&state->gap_reported, 0);
+		pg_atomic_init_u64(&state->reservations, 0);
+		pg_atomic_init_u64(&state->clock_steps_back, 0);
+		pg_atomic_init_u64(&state->largest_step_back_ms, 0);
 		InitSlots(state);
+		LoadReservation(state);
 	}
 	LWLockRelease(AddinShmemInitLock);
 	shared_state = state;

@@ -50,9 +50,29 @@ static_assert(sizeof(WorkerSlot) <= PG_CACHE_LINE_SIZE,
 struct SharedState
 {
 	int64		started_unix_ms;	/* wall clock when this memory was set up */
-	int64		floor_timestamp;	/* no slot issues a timestamp below this */
 	pg_atomic_uint64 release_counter;
 	uint32		slot_count;
+
+	/*
+	 * The durable reservation (reservation.cpp): no slot issues a timestamp
+	 * beyond reserved_until (ms since the layout's epoch).  The floor is set
+	 * once recovery has ended: no slot issues a timestamp below it.
+	 */
+	LWLock	   *reservation_lock;	/* serialises extending it and the floor */
+	pg_atomic_uint64 reserved_until;
+	int64		durable_until;	/* largest value made durable (under the lock) */
+	XLogRecPtr	durable_lsn;	/* the record that made it durable */
+	bool		reservation_known;	/* read from the file or replayed */
+	bool		floor_ready;
+	bool		floor_from_reservation;	/* else from the start time */
+	int64		floor_timestamp;
+	pg_atomic_uint32 gap_reported;	/* the clock-behind WARNING was logged */
+	pg_atomic_uint64 reservations;	/* reservation records written */
+
+	/* Backward steps of the wall clock, seen by the background worker. */
+	pg_atomic_uint64 clock_steps_back;
+	pg_atomic_uint64 largest_step_back_ms;
+
 	PaddedWorkerSlot slots[FLEXIBLE_ARRAY_MEMBER];
 
 	WorkerSlot *Slot(uint32 worker_id) { return &slots[worker_id].slot; }

@@ -11,6 +11,7 @@
 
 #include "../core/layout.hpp"
 #include "clock.hpp"
+#include "reservation.hpp"
 #include "settings.hpp"
 #include "shared_state.hpp"
 #include "timestamps.hpp"
@@ -36,8 +37,8 @@ snowflake_status(PG_FUNCTION_ARGS)
 	SharedState *state = RequireSharedState();
 	const snowflake::Layout &layout = g_settings.layout;
 	TupleDesc	tupdesc;
-	Datum		values[12];
-	bool		nulls[12] = {false};
+	Datum		values[16];
+	bool		nulls[16] = {false};
 	int32		slots_used = 0;
 	uint64		ids_issued = 0;
 	uint64		overflow_waits = 0;
@@ -69,6 +70,12 @@ snowflake_status(PG_FUNCTION_ARGS)
 	values[9] = Int64GetDatum(static_cast<int64>(ids_issued));
 	values[10] = Int64GetDatum(static_cast<int64>(overflow_waits));
 	values[11] = Int64GetDatum(Max(INT64CONST(0), furthest_unix_ms - NowUnixMs()));
+	values[12] = TimestampTzGetDatum(UnixMsToTimestampTz(layout.epoch_ms + ReservedUntil(state)));
+	nulls[12] = !state->reservation_known;
+	values[13] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&state->reservations)));
+	values[14] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&state->clock_steps_back)));
+	values[15] = Int64GetDatum(
+		static_cast<int64>(pg_atomic_read_u64(&state->largest_step_back_ms)));
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }
 
@@ -95,6 +102,7 @@ snowflake_worker_slots(PG_FUNCTION_ARGS)
 		values[4] = TimestampTzGetDatum(slot->claimed_at);
 		values[5] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&slot->holder_ids)));
 		values[6] = TimestampTzGetDatum(UnixMsToTimestampTz(SlotLastUnixMs(slot)));
+		nulls[6] = pg_atomic_read_u64(&slot->last_id) == 0;	/* none issued yet */
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return static_cast<Datum>(0);

@@ -17,6 +17,7 @@ namespace snowflake {
 namespace {
 
 constexpr int64_t kEpoch2025 = 1735689600000;	/* 2025-01-01 00:00:00 UTC */
+constexpr int64_t kUnreserved = INT64_MAX;		/* no reservation limit */
 
 Layout
 DefaultLayout()
@@ -180,9 +181,9 @@ TEST(Generator, FirstIdAtFloorThenCountsUp)
 	int64_t id = 0;
 
 	/* The clock is behind the floor: IDs start at the floor, sequence 0. */
-	ASSERT_EQ(g.Next(500, &id), Outcome::kIssued);
+	ASSERT_EQ(g.Next(500, kUnreserved, &id), Outcome::kIssued);
 	EXPECT_EQ(id, Compose(layout, IdParts{1000, 5, 17, 0}));
-	ASSERT_EQ(g.Next(500, &id), Outcome::kIssued);
+	ASSERT_EQ(g.Next(500, kUnreserved, &id), Outcome::kIssued);
 	EXPECT_EQ(id, Compose(layout, IdParts{1000, 5, 17, 1}));
 }
 
@@ -192,9 +193,9 @@ TEST(Generator, NewMillisecondRestartsSequence)
 	Generator g = StartedAt(layout, 1000);
 	int64_t id = 0;
 
-	ASSERT_EQ(g.Next(1000, &id), Outcome::kIssued);
-	ASSERT_EQ(g.Next(1000, &id), Outcome::kIssued);
-	ASSERT_EQ(g.Next(1003, &id), Outcome::kIssued);
+	ASSERT_EQ(g.Next(1000, kUnreserved, &id), Outcome::kIssued);
+	ASSERT_EQ(g.Next(1000, kUnreserved, &id), Outcome::kIssued);
+	ASSERT_EQ(g.Next(1003, kUnreserved, &id), Outcome::kIssued);
 	EXPECT_EQ(id, Compose(layout, IdParts{1003, 5, 17, 0}));
 }
 
@@ -208,7 +209,7 @@ TEST(Generator, OverflowBorrowsUpToMaxDriftThenWaits)
 	/* At a frozen clock, 4 ms of IDs fit: now and 3 borrowed ms. */
 	for (int i = 0; i < 4 * 4096; i++)
 	{
-		ASSERT_EQ(g.Next(1000, &id), Outcome::kIssued) << i;
+		ASSERT_EQ(g.Next(1000, kUnreserved, &id), Outcome::kIssued) << i;
 		ASSERT_GT(id, previous);
 		previous = id;
 	}
@@ -216,10 +217,10 @@ TEST(Generator, OverflowBorrowsUpToMaxDriftThenWaits)
 	EXPECT_EQ(Decompose(layout, id).sequence, 4095u);
 
 	/* The next would be 4 ms ahead: wait until the clock reads 1001. */
-	ASSERT_EQ(g.Next(1000, &id), Outcome::kWait);
+	ASSERT_EQ(g.Next(1000, kUnreserved, &id), Outcome::kWait);
 	EXPECT_EQ(id, 1001);
 	/* Waiting changed nothing; at 1001 the ID is (1004, 0). */
-	ASSERT_EQ(g.Next(1001, &id), Outcome::kIssued);
+	ASSERT_EQ(g.Next(1001, kUnreserved, &id), Outcome::kIssued);
 	EXPECT_EQ(id, Compose(layout, IdParts{1004, 5, 17, 0}));
 	EXPECT_GT(id, previous);
 }
@@ -232,9 +233,9 @@ TEST(Generator, ZeroDriftWaitsForEachMillisecond)
 	Generator g = StartedAt(layout, 10, /* max_drift */ 0);
 	int64_t id = 0;
 
-	ASSERT_EQ(g.Next(10, &id), Outcome::kIssued);
-	ASSERT_EQ(g.Next(10, &id), Outcome::kIssued);
-	ASSERT_EQ(g.Next(10, &id), Outcome::kWait);
+	ASSERT_EQ(g.Next(10, kUnreserved, &id), Outcome::kIssued);
+	ASSERT_EQ(g.Next(10, kUnreserved, &id), Outcome::kIssued);
+	ASSERT_EQ(g.Next(10, kUnreserved, &id), Outcome::kWait);
 	EXPECT_EQ(id, 11);
 }
 
@@ -250,7 +251,7 @@ TEST(Generator, ClockBehindMarkNeverRepeatsOrDecreases)
 	for (int64_t now : {5000, 5003, 5009, 4509, 4509, 4510, 4700, 5009, 5010})
 		for (int i = 0; i < 100; i++)
 		{
-			ASSERT_EQ(g.Next(now, &id), Outcome::kIssued);
+			ASSERT_EQ(g.Next(now, kUnreserved, &id), Outcome::kIssued);
 			ASSERT_GT(id, previous);
 			ASSERT_TRUE(seen.insert(id).second);
 			previous = id;
@@ -265,9 +266,9 @@ TEST(Generator, ClockFarBehindWaitsInsteadOfRunningAhead)
 	Generator g = StartedAt(layout, 5000, /* max_drift */ 1000);
 	int64_t id = 0;
 
-	ASSERT_EQ(g.Next(5000, &id), Outcome::kIssued);
+	ASSERT_EQ(g.Next(5000, kUnreserved, &id), Outcome::kIssued);
 	/* One hour back: even the same millisecond would be 1 h ahead. */
-	ASSERT_EQ(g.Next(5000 - 3600000, &id), Outcome::kWait);
+	ASSERT_EQ(g.Next(5000 - 3600000, kUnreserved, &id), Outcome::kWait);
 	EXPECT_EQ(id, 4000);
 }
 
@@ -278,7 +279,7 @@ TEST(Generator, NewHolderContinuesAfterPreviousMark)
 	int64_t id = 0;
 
 	for (int i = 0; i < 10; i++)
-		ASSERT_EQ(first.Next(1000, &id), Outcome::kIssued);
+		ASSERT_EQ(first.Next(1000, kUnreserved, &id), Outcome::kIssued);
 
 	/* Same millisecond, next holder of the same worker id. */
 	Generator second;
@@ -286,8 +287,48 @@ TEST(Generator, NewHolderContinuesAfterPreviousMark)
 	second.Start(layout, 5, 17, 1000, first.mark());
 	int64_t next = 0;
 
-	ASSERT_EQ(second.Next(1000, &next), Outcome::kIssued);
+	ASSERT_EQ(second.Next(1000, kUnreserved, &next), Outcome::kIssued);
 	EXPECT_EQ(next, id + 1);
+}
+
+TEST(Generator, NeverIssuesBeyondTheReservation)
+{
+	Layout layout = DefaultLayout();
+	Generator g = StartedAt(layout, 1000);
+	int64_t id = 0;
+
+	/* Reserved up to 1000: the whole millisecond may be issued. */
+	for (int i = 0; i < 4096; i++)
+		ASSERT_EQ(g.Next(1000, 1000, &id), Outcome::kIssued) << i;
+	/* The next one needs 1001 reserved first; nothing changes meanwhile. */
+	ASSERT_EQ(g.Next(1000, 1000, &id), Outcome::kReserve);
+	EXPECT_EQ(id, 1001);
+	ASSERT_EQ(g.Next(1000, 1000, &id), Outcome::kReserve);
+	/* Once reserved, it continues exactly where it stopped. */
+	ASSERT_EQ(g.Next(1000, 1001, &id), Outcome::kIssued);
+	EXPECT_EQ(id, Compose(layout, IdParts{1001, 5, 17, 0}));
+}
+
+TEST(Generator, ClockAheadOfReservationAsksForIt)
+{
+	Layout layout = DefaultLayout();
+	Generator g = StartedAt(layout, 1000);
+	int64_t id = 0;
+
+	/* Idle for a while: the clock has passed the reservation. */
+	ASSERT_EQ(g.Next(9000, 5000, &id), Outcome::kReserve);
+	EXPECT_EQ(id, 9000);
+}
+
+TEST(Generator, DriftBoundComesBeforeTheReservation)
+{
+	Layout layout = DefaultLayout();
+	Generator g = StartedAt(layout, 5000, /* max_drift */ 100);
+	int64_t id = 0;
+
+	/* Clock far behind the floor: waiting, not reserving, is the answer. */
+	ASSERT_EQ(g.Next(1000, 0, &id), Outcome::kWait);
+	EXPECT_EQ(id, 4900);
 }
 
 TEST(Generator, ExhaustedAtEndOfLayout)
@@ -302,7 +343,7 @@ TEST(Generator, ExhaustedAtEndOfLayout)
 	int64_t id = 0;
 
 	g.Start(layout, 0, 0, 1000, Mark{last, layout.MaxSequence()});
-	EXPECT_EQ(g.Next(last, &id), Outcome::kExhausted);
+	EXPECT_EQ(g.Next(last, kUnreserved, &id), Outcome::kExhausted);
 }
 
 }							/* namespace */

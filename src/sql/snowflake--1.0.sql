@@ -1,4 +1,4 @@
-/* snowflake--@EXTVERSION@.sql: built from src/sql/snowflake.sql */
+/* snowflake--1.0.sql: the first release; later versions add the upgrade scripts */
 
 \echo Use "CREATE EXTENSION snowflake" to load this file. \quit
 

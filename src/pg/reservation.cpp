@@ -1,0 +1,180 @@
+/*
+ * reservation.cpp
+ *	  Loading, replaying and extending the durable reservation, and fixing
+ *	  the generation floor.
+ *
+ * Invariant: a timestamp is published in reserved_until (and so usable by
+ * the hot path) only after a WAL record covering it was flushed, any
+ * synchronous standby confirmed it, and the file says at least as much.
+ * The file only ever grows: durable_until, guarded by reservation_lock,
+ * is the largest value written, and a new record always exceeds it.
+ */
+#include "postgres_headers.hpp"
+
+#include <cstdio>
+
+#include "clock.hpp"
+#include "durable_file.hpp"
+#include "reservation.hpp"
+#include "reservation_wal.hpp"
+#include "settings.hpp"
+
+static int64
+ToTimestamp(int64 unix_ms)
+{
+	return Max(unix_ms - g_settings.layout.epoch_ms, INT64CONST(0));
+}
+
+static int64
+ToUnixMs(int64 timestamp)
+{
+	return timestamp + g_settings.layout.epoch_ms;
+}
+
+static int64
+NowTimestamp(void)
+{
+	return NowUnixMs() - g_settings.layout.epoch_ms;
+}
+
+static bool
+ReadReservationFile(int64 *unix_ms, int elevel)
+{
+	char	   *path = DataDirectoryFile(kReservationFileName);
+	char		line[64];
+	long long	value;
+
+	if (!ReadSmallFile(path, line, sizeof(line), elevel))
+		return false;
+	if (sscanf(line, "%lld", &value) != 1)
+		ereport(elevel,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("file \"%s\" does not hold a snowflake reservation", path)));
+	*unix_ms = value;
+	return true;
+}
+
+static void
+WriteReservationFile(int64 unix_ms)
+{
+	WriteFileDurably(DataDirectoryFile(kReservationFileName),
+					 psprintf("%lld\n", static_cast<long long>(unix_ms)), ERROR);
+}
+
+/* Raises reserved_until to "timestamp" unless it is higher already. */
+static bool
+RaiseReservedUntil(SharedState *state, int64 timestamp)
+{
+	uint64		current = pg_atomic_read_u64(&state->reserved_until);
+
+	while (static_cast<int64>(current) < timestamp)
+		if (pg_atomic_compare_exchange_u64(&state->reserved_until, &current,
+										   static_cast<uint64>(timestamp)))
+			return true;
+	return false;
+}
+
+void
+LoadReservation(SharedState *state)
+{
+	int64		unix_ms = 0;
+
+	state->reservation_known = ReadReservationFile(&unix_ms, FATAL);
+	pg_atomic_init_u64(&state->reserved_until,
+					   static_cast<uint64>(state->reservation_known ? ToTimestamp(unix_ms) : 0));
+	state->durable_until = ReservedUntil(state);
+	state->durable_lsn = InvalidXLogRecPtr;
+	state->floor_ready = false;
+	state->floor_from_reservation = false;
+	state->floor_timestamp = 0;
+}
+
+void
+ReplayReservation(int64 until_unix_ms)
+{
+	SharedState *state = RequireSharedState();
+	int64		timestamp = ToTimestamp(until_unix_ms);
+
+	state->reservation_known = true;
+	if (!RaiseReservedUntil(state, timestamp))
+		return;
+	state->durable_until = timestamp;
+	/* Replay is the only writer now; the file keeps what recovery skips. */
+	WriteReservationFile(until_unix_ms);
+}
+
+/* Caller holds reservation_lock; recovery has ended. */
+static void
+FixFloorLocked(SharedState *state)
+{
+	if (state->floor_ready)
+		return;
+	state->floor_from_reservation = state->reservation_known;
+	if (state->reservation_known)
+		state->floor_timestamp = ReservedUntil(state) + 1;
+	else
+	{
+		/*
+		 * Nothing was ever reserved here (a first start, an upgrade from a
+		 * version without reservations, or the file was removed): no
+		 * earlier ID can reach beyond the start time + max_drift.
+		 */
+		state->floor_timestamp = state->started_unix_ms - g_settings.layout.epoch_ms +
+			g_settings.max_drift_ms + 1;
+	}
+	pg_write_barrier();
+	state->floor_ready = true;
+}
+
+int64
+GenerationFloor(SharedState *state)
+{
+	if (!state->floor_ready)
+	{
+		LWLockAcquire(state->reservation_lock, LW_EXCLUSIVE);
+		FixFloorLocked(state);
+		LWLockRelease(state->reservation_lock);
+	}
+	pg_read_barrier();
+	return state->floor_timestamp;
+}
+
+int64
+GenerationFloorOrNow(SharedState *state)
+{
+	if (!state->floor_ready)
+		return NowTimestamp();
+	pg_read_barrier();
+	return state->floor_timestamp;
+}
+
+void
+ExtendReservation(SharedState *state, int64 needed)
+{
+	int64		until;
+	XLogRecPtr	lsn;
+
+	LWLockAcquire(state->reservation_lock, LW_EXCLUSIVE);
+	FixFloorLocked(state);
+	if (state->durable_until < needed)
+	{
+		int64		target = Max(needed, NowTimestamp()) + g_settings.reserve_ahead_ms;
+
+		state->durable_lsn = LogReservation(ToUnixMs(target));
+		WriteReservationFile(ToUnixMs(target));
+		state->durable_until = target;
+		state->reservation_known = true;
+		pg_atomic_fetch_add_u64(&state->reservations, 1);
+	}
+	until = state->durable_until;
+	lsn = state->durable_lsn;
+	LWLockRelease(state->reservation_lock);
+
+	/*
+	 * Outside the lock, because it may wait long: with synchronous standbys,
+	 * a failover target must know the reservation before anything uses it.
+	 */
+	if (!XLogRecPtrIsInvalid(lsn))
+		SyncRepWaitForLSN(lsn, false);
+	RaiseReservedUntil(state, until);
+}

@@ -1,0 +1,60 @@
+/*
+ * reservation.hpp
+ *	  The durable reservation: how far ID timestamps may go, made durable
+ *	  before any ID uses it.
+ *
+ * Reservation: a Unix time R such that no ID with a later timestamp was
+ * issued.  It is WAL-logged (so it replicates to physical standbys and is
+ * replayed after a crash) and written to $PGDATA/snowflake.reservation
+ * (which covers the stretch of WAL that recovery skips, before the last
+ * checkpoint) before any slot may use it.  After a start, a crash restart
+ * or a promotion, generation resumes from the floor R + 1.
+ *
+ * It runs snowflake.reserve_ahead past the newest ID, extended by the
+ * background worker, so a generating session rarely extends it itself:
+ * one small WAL record per reservation period, never one per ID.
+ */
+#ifndef SNOWFLAKE_PG_RESERVATION_HPP
+#define SNOWFLAKE_PG_RESERVATION_HPP
+
+#include "shared_state.hpp"
+
+/* File name, relative to the data directory. */
+constexpr const char *kReservationFileName = "snowflake.reservation";
+
+/* Reads the file into freshly set-up shared memory (postmaster). */
+void		LoadReservation(SharedState *state);
+
+/* Redo of a reservation record: raises the reservation to "until_unix_ms". */
+void		ReplayReservation(int64 until_unix_ms);
+
+/* The reservation, in ms since the layout's epoch: the hot path's limit. */
+inline int64
+ReservedUntil(SharedState *state)
+{
+	return static_cast<int64>(pg_atomic_read_u64(&state->reserved_until));
+}
+
+/*
+ * Makes timestamps up to at least "needed" (ms since the layout's epoch)
+ * durable, reserving snowflake.reserve_ahead beyond.  Writes and flushes a
+ * WAL record, waits for synchronous standbys if there are any, and writes
+ * the file.  Not during recovery.
+ */
+void		ExtendReservation(SharedState *state, int64 needed);
+
+/*
+ * The lowest timestamp any slot may issue in this run of the server: one
+ * past the reservation recovered at start-up or promotion (or, with no
+ * reservation ever recorded, past now + snowflake.max_drift).  Fixed on
+ * first use after recovery.
+ */
+int64		GenerationFloor(SharedState *state);
+
+/*
+ * The floor if it is fixed already; otherwise a lower bound for it (the
+ * current time), usable during recovery.
+ */
+int64		GenerationFloorOrNow(SharedState *state);
+
+#endif							/* SNOWFLAKE_PG_RESERVATION_HPP */

@@ -1,0 +1,91 @@
+/*
+ * reservation_wal.cpp
+ *	  Writing, replaying and describing RESERVE records.
+ */
+#include "postgres_headers.hpp"
+
+#include "reservation.hpp"
+#include "reservation_wal.hpp"
+
+namespace {
+
+/* The rmgr's own bits of xl_info (the low four belong to PostgreSQL). */
+constexpr uint8 kXlogReserve = 0x10;
+
+struct ReservationRecord
+{
+	int64		until_unix_ms;
+};
+
+ReservationRecord
+ReadRecord(XLogReaderState *record)
+{
+	ReservationRecord body;
+
+	if (XLogRecGetDataLen(record) != sizeof(body))
+		elog(PANIC, "snowflake RESERVE record has length %u, expected %zu",
+			 XLogRecGetDataLen(record), sizeof(body));
+	memcpy(&body, XLogRecGetData(record), sizeof(body));
+	return body;
+}
+
+uint8
+RecordKind(XLogReaderState *record)
+{
+	return XLogRecGetInfo(record) & XLR_RMGR_INFO_MASK;
+}
+
+void
+Redo(XLogReaderState *record)
+{
+	if (RecordKind(record) != kXlogReserve)
+		elog(PANIC, "snowflake redo: unknown record kind 0x%02X", RecordKind(record));
+	ReplayReservation(ReadRecord(record).until_unix_ms);
+}
+
+void
+Describe(StringInfo buf, XLogReaderState *record)
+{
+	if (RecordKind(record) == kXlogReserve)
+		appendStringInfo(buf, "until " INT64_FORMAT " (Unix ms)",
+						 ReadRecord(record).until_unix_ms);
+}
+
+const char *
+Identify(uint8 info)
+{
+	return (info & XLR_RMGR_INFO_MASK) == kXlogReserve ? "RESERVE" : nullptr;
+}
+
+RmgrData	reservation_rmgr = {
+	"snowflake",				/* rm_name */
+	Redo,						/* rm_redo */
+	Describe,					/* rm_desc */
+	Identify,					/* rm_identify */
+	nullptr,					/* rm_startup */
+	nullptr,					/* rm_cleanup */
+	nullptr,					/* rm_mask */
+	nullptr,					/* rm_decode: logical decoding skips it */
+};
+
+}							/* namespace */
+
+void
+RegisterReservationRmgr(void)
+{
+	RegisterCustomRmgr(kSnowflakeRmgrId, &reservation_rmgr);
+}
+
+XLogRecPtr
+LogReservation(int64 until_unix_ms)
+{
+	ReservationRecord body{until_unix_ms};
+
+	XLogBeginInsert();
+	XLogRegisterData(reinterpret_cast<char *>(&body), sizeof(body));
+
+	XLogRecPtr	lsn = XLogInsert(kSnowflakeRmgrId, kXlogReserve);
+
+	XLogFlush(lsn);
+	return lsn;
+}

@@ -1,0 +1,116 @@
+/*
+ * reservation_worker.cpp
+ *	  Main loop of the "snowflake reservation" background worker.
+ */
+#include "postgres_headers.hpp"
+
+#include "../core/layout.hpp"
+#include "clock.hpp"
+#include "reservation.hpp"
+#include "reservation_worker.hpp"
+#include "settings.hpp"
+
+extern "C"
+{
+PGDLLEXPORT void snowflake_reservation_main(Datum arg);
+}
+
+static constexpr long kTickMs = 50;
+
+/* Backward steps smaller than this are clock noise, not steps. */
+static constexpr int64 kStepThresholdUs = 1000;
+
+/* The newest timestamp any slot issued, or -1 if none has. */
+static int64
+NewestIssuedTimestamp(SharedState *state)
+{
+	int64		newest = -1;
+
+	for (uint32 worker_id = 0; worker_id < state->slot_count; worker_id++)
+	{
+		int64		last_id = static_cast<int64>(
+			pg_atomic_read_u64(&state->Slot(worker_id)->last_id));
+
+		if (last_id != 0)
+			newest = Max(newest, snowflake::Decompose(g_settings.layout, last_id).timestamp);
+	}
+	return newest;
+}
+
+static void
+KeepReservationAhead(SharedState *state)
+{
+	int64		newest = NewestIssuedTimestamp(state);
+
+	if (newest >= 0 && newest + g_settings.reserve_ahead_ms / 2 > ReservedUntil(state))
+		ExtendReservation(state, newest + 1);
+}
+
+/*
+ * The wall clock minus the monotonic clock changes only when the wall clock
+ * is stepped (or slewed, by far less than kStepThresholdUs per tick).
+ */
+static void
+ObserveClockSteps(SharedState *state, int64 *previous_offset_us)
+{
+	int64		offset_us = NowUnixUs() - NowMonotonicUs();
+	int64		back_us = *previous_offset_us - offset_us;
+
+	*previous_offset_us = offset_us;
+	if (back_us < kStepThresholdUs)
+		return;
+
+	uint64		back_ms = static_cast<uint64>(back_us / 1000);
+
+	pg_atomic_fetch_add_u64(&state->clock_steps_back, 1);
+	if (back_ms > pg_atomic_read_u64(&state->largest_step_back_ms))
+		pg_atomic_write_u64(&state->largest_step_back_ms, back_ms);
+	ereport(LOG,
+			(errmsg("snowflake: the system clock stepped back by " INT64_FORMAT " ms",
+					static_cast<int64>(back_ms))));
+}
+
+void
+snowflake_reservation_main(Datum arg)
+{
+	(void) arg;
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	/* No database: the worker needs WAL and shared memory only. */
+	BackgroundWorkerInitializeConnection(nullptr, nullptr, 0);
+
+	SharedState *state = RequireSharedState();
+	int64		previous_offset_us = NowUnixUs() - NowMonotonicUs();
+
+	for (;;)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 kTickMs, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		ObserveClockSteps(state, &previous_offset_us);
+		KeepReservationAhead(state);
+	}
+}
+
+void
+RegisterReservationWorker(void)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 1;
+	strlcpy(worker.bgw_library_name, "snowflake", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, "snowflake_reservation_main", BGW_MAXLEN);
+	strlcpy(worker.bgw_name, "snowflake reservation", BGW_MAXLEN);
+	strlcpy(worker.bgw_type, "snowflake reservation", BGW_MAXLEN);
+	RegisterBackgroundWorker(&worker);
+}

@@ -1,0 +1,20 @@
+/*
+ * reservation_worker.hpp
+ *	  The "snowflake reservation" background worker.
+ *
+ * Every kTickMs it
+ *	- keeps the reservation snowflake.reserve_ahead past the newest ID any
+ *	  slot issued, so generating sessions rarely extend it themselves, and
+ *	  writes nothing while no IDs are issued;
+ *	- compares the wall clock with the monotonic clock, and counts each
+ *	  backward step of the wall clock of 1 ms or more in snowflake_status().
+ *
+ * It runs on primaries only (from the end of recovery), with no database.
+ */
+#ifndef SNOWFLAKE_PG_RESERVATION_WORKER_HPP
+#define SNOWFLAKE_PG_RESERVATION_WORKER_HPP
+
+/* Registers the worker; _PG_init, while preloading. */
+void		RegisterReservationWorker(void);
+
+#endif							/* SNOWFLAKE_PG_RESERVATION_WORKER_HPP */
