@@ -4,6 +4,19 @@
 --
 DROP EXTENSION snowflake CASCADE;
 
+-- The extension's member objects, and what its functions look like.
+CREATE TEMP VIEW extension_objects AS
+SELECT pg_describe_object(d.classid, d.objid, 0) AS object
+  FROM pg_depend AS d
+       JOIN pg_extension AS e ON e.oid = d.refobjid
+ WHERE d.refclassid = 'pg_extension'::regclass AND e.extname = 'snowflake';
+CREATE TEMP VIEW extension_functions AS
+SELECT p.proname, pg_get_function_arguments(p.oid) AS args,
+       pg_get_function_result(p.oid) AS result, p.provolatile, p.proisstrict,
+       p.proparallel
+  FROM pg_proc AS p
+ WHERE p.proname LIKE 'snowflake%';
+
 SELECT version FROM pg_available_extension_versions
  WHERE name = 'snowflake' ORDER BY version;
 SELECT source, target, path FROM pg_extension_update_paths('snowflake')
@@ -11,47 +24,26 @@ SELECT source, target, path FROM pg_extension_update_paths('snowflake')
 
 CREATE EXTENSION snowflake VERSION '1.0';
 SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
-SELECT pg_describe_object(d.classid, d.objid, 0) AS object
-  FROM pg_depend AS d
-       JOIN pg_extension AS e ON e.oid = d.refobjid
- WHERE d.refclassid = 'pg_extension'::regclass AND e.extname = 'snowflake'
- ORDER BY 1;
+SELECT object FROM extension_objects ORDER BY 1;
 
 SELECT pg_get_function_arguments('snowflake_status'::regproc) AS status_1_0;
 
 ALTER EXTENSION snowflake UPDATE TO '1.1';
 SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
-SELECT pg_describe_object(d.classid, d.objid, 0) AS object
-  FROM pg_depend AS d
-       JOIN pg_extension AS e ON e.oid = d.refobjid
- WHERE d.refclassid = 'pg_extension'::regclass AND e.extname = 'snowflake'
- ORDER BY 1;
+SELECT object FROM extension_objects ORDER BY 1;
 SELECT pg_get_function_arguments('snowflake_status'::regproc) AS status_1_1;
 
 -- The upgraded extension matches a fresh install of the default version.
-CREATE TEMP TABLE upgraded AS
-SELECT p.proname, pg_get_function_arguments(p.oid) AS args,
-       pg_get_function_result(p.oid) AS result, p.provolatile, p.proisstrict,
-       p.proparallel
-  FROM pg_proc AS p
- WHERE p.proname LIKE 'snowflake%';
+CREATE TEMP TABLE upgraded AS SELECT * FROM extension_functions;
 DROP EXTENSION snowflake;
 CREATE EXTENSION snowflake;
 SELECT extversion = (SELECT default_version FROM pg_available_extensions
                       WHERE name = 'snowflake') AS at_default_version
   FROM pg_extension WHERE extname = 'snowflake';
 SELECT count(*) AS differences
-  FROM ((SELECT * FROM upgraded
-         EXCEPT
-         SELECT p.proname, pg_get_function_arguments(p.oid), pg_get_function_result(p.oid),
-                p.provolatile, p.proisstrict, p.proparallel
-           FROM pg_proc AS p WHERE p.proname LIKE 'snowflake%')
+  FROM ((SELECT * FROM upgraded EXCEPT SELECT * FROM extension_functions)
         UNION ALL
-        (SELECT p.proname, pg_get_function_arguments(p.oid), pg_get_function_result(p.oid),
-                p.provolatile, p.proisstrict, p.proparallel
-           FROM pg_proc AS p WHERE p.proname LIKE 'snowflake%'
-         EXCEPT
-         SELECT * FROM upgraded)) AS d;
+        (SELECT * FROM extension_functions EXCEPT SELECT * FROM upgraded)) AS d;
 
 -- Still working after the update.
 SELECT snowflake_nextval() > 0 AS works;

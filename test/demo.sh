@@ -10,8 +10,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/test/install-deps.sh"
 # shellcheck source=tester-env.sh
 . "$top/test/tester-env.sh"
-prepare_tester_copy "$top"
-build_and_install
+prepare_and_install "$top"
 
 demo=${SNOWFLAKE_DEMO_DIR:-/tmp/snowflake-demo}
 port=${SNOWFLAKE_DEMO_PORT:-5499}

@@ -11,8 +11,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/test/install-deps.sh"
 # shellcheck source=tester-env.sh
 . "$top/test/tester-env.sh"
-prepare_tester_copy "$top"
-build_and_install
+prepare_and_install "$top"
 
 passed=0
 failed=0

@@ -33,3 +33,10 @@ build_and_install() {
 	as_tester make -s
 	(cd "$SNOWFLAKE_WORKDIR" && make -s install >/dev/null)
 }
+
+# The common start of the demo and the test runner: the tester's copy of
+# the tree at "$1", built and installed.
+prepare_and_install() {
+	prepare_tester_copy "$1"
+	build_and_install
+}
