@@ -13,7 +13,7 @@ MODULE_big = snowflake
 CORE_OBJS = src/core/epoch.o src/core/generator.o src/core/layout.o
 OBJS = $(CORE_OBJS) \
 	src/pg/decode.o src/pg/durable_file.o src/pg/layout_file.o src/pg/layout_registry.o \
-	src/pg/module.o src/pg/nextval.o src/pg/reservation.o src/pg/reservation_wal.o \
+	src/pg/module.o src/pg/nextval.o src/pg/node_registry.o src/pg/reservation.o src/pg/reservation_wal.o \
 	src/pg/reservation_worker.o src/pg/settings.o src/pg/shared_state.o src/pg/status.o \
 	src/pg/worker_slot.o
 
@@ -22,13 +22,13 @@ OBJS = $(CORE_OBJS) \
 # upgraded one cannot differ.  Older install scripts are not shipped, except
 # the first release's, which the upgrade test starts from.
 FIRST_RELEASE = src/sql/snowflake--1.0.sql
-UPGRADE_CHAIN = src/sql/snowflake--1.0--1.1.sql
+UPGRADE_CHAIN = src/sql/snowflake--1.0--1.1.sql src/sql/snowflake--1.1--1.2.sql
 DATA_built = snowflake--$(EXTVERSION).sql
 DATA = $(FIRST_RELEASE) $(UPGRADE_CHAIN)
-EXTRA_CLEAN = test/unit/core_test
+EXTRA_CLEAN = test/unit/core_test $(OBJS:.o=.d)
 
-REGRESS = api decode errors status upgrade
-REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/conf/preload.conf
+REGRESS = api decode errors status upgrade convert
+REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/conf/regress.conf
 ISOLATION = slot_claims interleaved_nextval
 ISOLATION_OPTS = --temp-instance=tmp_check_iso --temp-config=test/conf/preload.conf
 TAP_TESTS = 1
@@ -42,7 +42,8 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 PG_INCLUDEDIR_SERVER := $(shell $(PG_CONFIG) --includedir-server)
 PG_CPPFLAGS = -isystem $(PG_INCLUDEDIR_SERVER)
 WARNINGS = -Wall -Wextra -Werror
-PG_CXXFLAGS = -std=c++17 -fno-exceptions -fno-rtti $(WARNINGS)
+# -MMD -MP: rebuild objects when a header they include changes.
+PG_CXXFLAGS = -std=c++17 -fno-exceptions -fno-rtti $(WARNINGS) -MMD -MP
 
 # Link with the C++ driver; skip LLVM bitcode, which ignores PG_CXXFLAGS.
 override with_llvm = no
@@ -50,6 +51,8 @@ include $(PGXS)
 override COMPILER = $(CXX) $(CXXFLAGS)
 # After PGXS, which resets it: the tests' own Perl modules.
 PROVE_FLAGS += -I test/perl
+
+-include $(OBJS:.o=.d)
 
 snowflake--$(EXTVERSION).sql: $(FIRST_RELEASE) $(UPGRADE_CHAIN) snowflake.control
 	cat $(FIRST_RELEASE) $(UPGRADE_CHAIN) > $@

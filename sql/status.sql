@@ -52,3 +52,24 @@ SELECT max(timestamptz '2025-01-01 00:00:00+00' + (s.id >> 22) * interval '1 ms'
 SELECT s.reserved_until >= (SELECT max(w.last_timestamp) FROM snowflake_workers AS w)
            AS covers_issued
   FROM snowflake_status() AS s;
+
+-- This instance heartbeats in snowflake_nodes (snowflake.database is the
+-- regression database here) and finds no other instance with its node id.
+DO $$
+BEGIN
+    FOR i IN 1..100 LOOP
+        EXIT WHEN EXISTS (SELECT FROM snowflake_nodes AS n, snowflake_status() AS s
+                           WHERE n.instance_id = s.instance_id AND n.beats >= 2);
+        PERFORM pg_sleep(0.1);
+    END LOOP;
+END
+$$;
+SELECT n.node_id,
+       n.port = current_setting('port')::integer AS same_port,
+       n.data_directory = current_setting('data_directory') AS same_directory,
+       n.system_identifier = (SELECT system_identifier::text FROM pg_control_system())
+           AS same_system,
+       n.beats >= 2 AS beating,
+       s.node_collision
+  FROM snowflake_nodes AS n, snowflake_status() AS s
+ WHERE n.instance_id = s.instance_id;

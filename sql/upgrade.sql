@@ -13,7 +13,7 @@ SELECT pg_describe_object(d.classid, d.objid, 0) AS object
 CREATE TEMP VIEW extension_functions AS
 SELECT p.proname, pg_get_function_arguments(p.oid) AS args,
        pg_get_function_result(p.oid) AS result, p.provolatile, p.proisstrict,
-       p.proparallel
+       p.proparallel, p.prosecdef, p.proconfig, md5(p.prosrc) AS source
   FROM pg_proc AS p
  WHERE p.proname LIKE 'snowflake%';
 
@@ -33,8 +33,17 @@ SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
 SELECT object FROM extension_objects ORDER BY 1;
 SELECT pg_get_function_arguments('snowflake_status'::regproc) AS status_1_1;
 
+ALTER EXTENSION snowflake UPDATE TO '1.2';
+SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
+SELECT object FROM extension_objects ORDER BY 1;
+SELECT pg_get_function_arguments(p.oid) AS convert_column_1_2,
+       pg_get_function_result(p.oid) AS result, p.proconfig
+  FROM pg_proc AS p
+ WHERE p.oid = 'snowflake_convert_column'::regproc;
+
 -- The upgraded extension matches a fresh install of the default version.
 CREATE TEMP TABLE upgraded AS SELECT * FROM extension_functions;
+CREATE TEMP TABLE upgraded_objects AS SELECT * FROM extension_objects;
 DROP EXTENSION snowflake;
 CREATE EXTENSION snowflake;
 SELECT extversion = (SELECT default_version FROM pg_available_extensions
@@ -44,6 +53,10 @@ SELECT count(*) AS differences
   FROM ((SELECT * FROM upgraded EXCEPT SELECT * FROM extension_functions)
         UNION ALL
         (SELECT * FROM extension_functions EXCEPT SELECT * FROM upgraded)) AS d;
+SELECT count(*) AS object_differences
+  FROM ((SELECT * FROM upgraded_objects EXCEPT SELECT * FROM extension_objects)
+        UNION ALL
+        (SELECT * FROM extension_objects EXCEPT SELECT * FROM upgraded_objects)) AS d;
 
 -- Still working after the update.
 SELECT snowflake_nextval() > 0 AS works;

@@ -9,11 +9,12 @@
  *
  * At server start it validates the settings, checks the layout against the
  * one the data directory last ran with, registers its WAL resource manager
- * and background worker, and requests its shared memory.
+ * and background workers, and requests its shared memory.
  */
 #include "postgres_headers.hpp"
 
 #include "layout_file.hpp"
+#include "node_registry.hpp"
 #include "reservation_wal.hpp"
 #include "reservation_worker.hpp"
 #include "settings.hpp"
@@ -39,5 +40,6 @@ _PG_init(void)
 	CheckLayoutOfDataDirectory();
 	RegisterReservationRmgr();
 	RegisterReservationWorker();
+	RegisterNodeRegistryWorker();
 	InstallSharedStateHooks();
 }

@@ -16,6 +16,7 @@
 #include "../core/generator.hpp"
 #include "clock.hpp"
 #include "layout_registry.hpp"
+#include "node_registry.hpp"
 #include "reservation.hpp"
 #include "settings.hpp"
 #include "shared_state.hpp"
@@ -206,14 +207,17 @@ NextId(void)
 }
 
 /*
- * The slow path, taken by the first call of a session and after an abort
- * that undid the recording of the layout.
+ * The slow path, taken by the first call of a session, after an abort that
+ * undid the recording of the layout, and while a node-id collision blocks
+ * generation.
  */
 static void
 PrepareGenerator(Oid fn_oid)
 {
 	state = RequireSharedState();
 	RefuseOutsidePrimaryLeader();
+	if (pg_atomic_read_u32(&state->generation_blocked) != 0)
+		ReportGenerationBlocked(state);
 	if (!g_layout_confirmed)
 		EnsureRunningLayoutRecorded(fn_oid);
 	if (slot == nullptr)
@@ -223,7 +227,9 @@ PrepareGenerator(Oid fn_oid)
 extern "C" Datum
 snowflake_nextval(PG_FUNCTION_ARGS)
 {
-	if (unlikely(slot == nullptr || !g_layout_confirmed))
+	/* A held slot implies "state" is set; the flag shares reserved_until's line. */
+	if (unlikely(slot == nullptr || !g_layout_confirmed ||
+				 pg_atomic_read_u32(&state->generation_blocked) != 0))
 		PrepareGenerator(fcinfo->flinfo->fn_oid);
 	PG_RETURN_INT64(NextId());
 }

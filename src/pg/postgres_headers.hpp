@@ -45,6 +45,10 @@ extern "C"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
+#include "utils/uuid.h"
+#include "utils/snapmgr.h"
+#include "storage/spin.h"
+#include "postmaster/postmaster.h"
 }
 
 #endif							/* SNOWFLAKE_PG_POSTGRES_HEADERS_HPP */

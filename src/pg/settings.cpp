@@ -16,6 +16,12 @@ static int	node_bits = 3;
 static int	worker_bits = 7;
 static int	sequence_bits = 12;
 
+static const struct config_enum_entry collision_policies[] = {
+	{"warn", kCollisionWarn, false},
+	{"error", kCollisionError, false},
+	{nullptr, 0, false},
+};
+
 static void
 DefineIntSetting(const char *name, const char *description, int *target,
 				 int boot, int min, int max, GucContext context, int flags)
@@ -110,6 +116,19 @@ DefineSettings(void)
 					 "snowflake.max_drift of the next ID.",
 					 &g_settings.clock_wait_timeout_ms, 10000, 0, 3600000,
 					 PGC_USERSET, GUC_UNIT_MS);
+	DefineCustomStringVariable("snowflake.database",
+							   "Database whose snowflake_nodes table registers this node.",
+							   nullptr, &g_settings.registry_database, "postgres",
+							   PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+	DefineIntSetting("snowflake.registry_interval",
+					 "How often this node heartbeats in snowflake_nodes and looks "
+					 "for another running instance with its node_id.",
+					 &g_settings.registry_interval_ms, 10000, 100, 3600000,
+					 PGC_SIGHUP, GUC_UNIT_MS);
+	DefineCustomEnumVariable("snowflake.on_node_collision",
+							 "What to do when another running instance uses this node_id.",
+							 nullptr, &g_settings.on_node_collision, kCollisionWarn,
+							 collision_policies, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
 	MarkGUCPrefixReserved("snowflake");
 
 	snowflake::Layout layout;

@@ -22,12 +22,22 @@ constexpr int kMaxReserveAheadMs = 60000;
  */
 constexpr int64_t kMaxReachAheadMs = int64_t{kMaxDriftLimitMs} + kMaxReserveAheadMs;
 
+/* What a node does when another running instance uses its node_id. */
+enum NodeCollisionPolicy
+{
+	kCollisionWarn,
+	kCollisionError,
+};
+
 struct Settings
 {
 	snowflake::Layout layout;	/* valid once DefineSettings() returned */
 	int			node_id;
 	int			max_drift_ms;
 	int			reserve_ahead_ms;	/* changeable on reload */
+	char	   *registry_database;	/* where snowflake_nodes is kept */
+	int			registry_interval_ms;	/* changeable on reload */
+	int			on_node_collision;	/* a NodeCollisionPolicy; on reload */
 	int			claim_timeout_ms;	/* changeable per session */
 	int			clock_wait_timeout_ms;	/* changeable per session */
 };

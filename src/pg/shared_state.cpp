@@ -10,6 +10,7 @@
 #include "postgres_headers.hpp"
 
 #include "clock.hpp"
+#include "node_registry.hpp"
 #include "reservation.hpp"
 #include "settings.hpp"
 #include "shared_state.hpp"
@@ -93,6 +94,11 @@ StartSharedState(void)
 		pg_atomic_init_u64(&state->reservations, 0);
 		pg_atomic_init_u64(&state->clock_steps_back, 0);
 		pg_atomic_init_u64(&state->largest_step_back_ms, 0);
+		pg_atomic_init_u32(&state->generation_blocked, 0);
+		pg_atomic_init_u32(&state->node_collision, 0);
+		SpinLockInit(&state->collision_mutex);
+		state->collision_detail[0] = '\0';
+		NewInstanceId(&state->instance_id);
 		InitSlots(state);
 		LoadReservation(state);
 	}

@@ -60,6 +60,8 @@ struct SharedState
 	 */
 	LWLock	   *reservation_lock;	/* serialises extending it and the floor */
 	pg_atomic_uint64 reserved_until;
+	/* Set while a node-id collision stops generation; read on the hot path. */
+	pg_atomic_uint32 generation_blocked;
 	int64		durable_until;	/* largest value made durable (under the lock) */
 	XLogRecPtr	durable_lsn;	/* the record that made it durable */
 	bool		reservation_known;	/* read from the file or replayed */
@@ -68,6 +70,16 @@ struct SharedState
 	int64		floor_timestamp;
 	pg_atomic_uint32 gap_reported;	/* the clock-behind WARNING was logged */
 	pg_atomic_uint64 reservations;	/* reservation records written */
+
+	/*
+	 * This run's identity in snowflake_nodes (random per start, so a clone
+	 * or a promoted standby differs from its origin), and what the registry
+	 * worker last found (node_registry.cpp).
+	 */
+	pg_uuid_t	instance_id;
+	slock_t		collision_mutex;	/* guards collision_detail */
+	pg_atomic_uint32 node_collision;
+	char		collision_detail[256];
 
 	/* Backward steps of the wall clock, seen by the background worker. */
 	pg_atomic_uint64 clock_steps_back;

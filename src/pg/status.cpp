@@ -37,8 +37,8 @@ snowflake_status(PG_FUNCTION_ARGS)
 	SharedState *state = RequireSharedState();
 	const snowflake::Layout &layout = g_settings.layout;
 	TupleDesc	tupdesc;
-	Datum		values[16];
-	bool		nulls[16] = {false};
+	Datum		values[18];
+	bool		nulls[18] = {false};
 	int32		slots_used = 0;
 	uint64		ids_issued = 0;
 	uint64		overflow_waits = 0;
@@ -76,6 +76,9 @@ snowflake_status(PG_FUNCTION_ARGS)
 	values[14] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&state->clock_steps_back)));
 	values[15] = Int64GetDatum(
 		static_cast<int64>(pg_atomic_read_u64(&state->largest_step_back_ms)));
+	values[16] = UUIDPGetDatum(&state->instance_id);
+	values[17] = BoolGetDatum(pg_atomic_read_u32(&state->node_collision) != 0);
+	/* An older SQL declaration with fewer columns takes the first ones. */
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }
 

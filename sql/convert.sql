@@ -1,0 +1,285 @@
+--
+-- snowflake_convert_column(): serial and identity keys become
+-- bigint DEFAULT snowflake_nextval(), with the foreign keys that reference
+-- them; existing values stay; every refusal has its message and SQLSTATE.
+--
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS snowflake;
+RESET client_min_messages;
+\set SHOW_CONTEXT never
+SET TimeZone = 'UTC';
+CREATE SCHEMA convert_test;
+SET search_path = convert_test, public;
+
+-- What a column looks like: type, default, identity.
+CREATE VIEW columns_now AS
+SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod) AS type,
+       pg_get_expr(d.adbin, d.adrelid) AS default_expr, a.attidentity
+  FROM pg_attribute AS a
+       JOIN pg_class AS c ON c.oid = a.attrelid
+       LEFT JOIN pg_attrdef AS d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+ WHERE c.relnamespace = 'convert_test'::regnamespace AND c.relkind IN ('r', 'p')
+   AND a.attnum > 0 AND NOT a.attisdropped AND c.relname NOT LIKE 'before%';
+CREATE VIEW sequences_now AS
+SELECT c.relname FROM pg_class AS c
+ WHERE c.relnamespace = 'convert_test'::regnamespace AND c.relkind = 'S';
+CREATE VIEW foreign_keys_now AS
+SELECT conrelid::regclass AS table_name, conname, convalidated,
+       pg_get_constraintdef(oid) AS definition
+  FROM pg_constraint
+ WHERE contype = 'f' AND connamespace = 'convert_test'::regnamespace AND conparentid = 0;
+
+-- A serial parent; an identity child that references it and itself; a
+-- two-column foreign key; a grandchild that references the child's
+-- reference (so it must widen too); and a column that is bigint already.
+CREATE TABLE parent (
+    id     serial PRIMARY KEY,
+    region integer NOT NULL DEFAULT 1,
+    name   text,
+    UNIQUE (region, id)
+);
+CREATE TABLE child (
+    id        integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    parent_id integer NOT NULL REFERENCES parent ON DELETE CASCADE,
+    region    integer NOT NULL,
+    same_id   integer,
+    up        integer REFERENCES child,
+    UNIQUE (parent_id, id),
+    FOREIGN KEY (region, same_id) REFERENCES parent (region, id)
+);
+CREATE TABLE grandchild (
+    parent_id integer,
+    child_id  smallint,
+    FOREIGN KEY (parent_id, child_id) REFERENCES child (parent_id, id)
+);
+CREATE TABLE audit (parent_id bigint REFERENCES parent);
+INSERT INTO parent (name) SELECT 'p' || g FROM generate_series(1, 100) AS g;
+INSERT INTO child (parent_id, region, same_id) SELECT g % 10 + 1, 1, g FROM generate_series(1, 50) AS g;
+UPDATE child SET up = id - 1 WHERE id > 1;
+INSERT INTO grandchild SELECT parent_id, id FROM child;
+INSERT INTO audit SELECT id FROM parent WHERE id % 7 = 0;
+CREATE TABLE before_parent AS SELECT * FROM parent;
+CREATE TABLE before_child AS SELECT * FROM child;
+CREATE TABLE before_grandchild AS SELECT * FROM grandchild;
+SELECT * FROM columns_now WHERE attname IN ('id', 'parent_id', 'same_id', 'up', 'child_id') ORDER BY 1, 2;
+
+-- A conversion that rolls back leaves everything as it was.
+BEGIN;
+SELECT count(*) AS columns FROM snowflake_convert_column('parent', 'id');
+ROLLBACK;
+SELECT * FROM columns_now WHERE relname = 'parent' AND attname = 'id';
+SELECT * FROM sequences_now ORDER BY 1;
+
+-- The serial key: its default, its sequence, and the columns that
+-- reference it directly (child.parent_id, child.same_id, audit.parent_id)
+-- or through child (grandchild.parent_id).
+SELECT * FROM snowflake_convert_column('parent', 'id');
+SELECT * FROM columns_now WHERE attname IN ('id', 'parent_id', 'same_id', 'up', 'child_id') ORDER BY 1, 2;
+SELECT * FROM sequences_now ORDER BY 1;
+
+-- The identity key, with its self-reference and the grandchild's column.
+SELECT * FROM snowflake_convert_column('child', 'id');
+SELECT * FROM columns_now WHERE attname IN ('id', 'parent_id', 'same_id', 'up', 'child_id') ORDER BY 1, 2;
+SELECT * FROM sequences_now ORDER BY 1;
+
+-- Every foreign key is still there, validated.
+SELECT * FROM foreign_keys_now ORDER BY 1, 2;
+
+-- Existing rows are unchanged.
+SELECT (SELECT count(*) FROM parent) AS parents,
+       (SELECT count(*) FROM (SELECT * FROM parent EXCEPT SELECT * FROM before_parent) AS p) AS parents_changed,
+       (SELECT count(*) FROM (SELECT * FROM child EXCEPT SELECT * FROM before_child) AS c) AS children_changed,
+       (SELECT count(*) FROM (SELECT * FROM grandchild EXCEPT SELECT * FROM before_grandchild) AS g) AS grandchildren_changed;
+
+-- New rows get snowflake IDs, above every existing one, and the foreign
+-- keys hold them.
+SELECT max(id) AS max_parent FROM parent \gset
+INSERT INTO parent (name) VALUES ('new') RETURNING id > :max_parent AS above_existing,
+    (snowflake_decode(id)).ts BETWEEN now() - interval '1 minute'
+                                  AND clock_timestamp() + interval '2 seconds' AS decodes_to_now;
+INSERT INTO child (parent_id, region, same_id)
+    SELECT id, region, id FROM parent WHERE name = 'new'
+    RETURNING id > 50 AS above_existing;
+INSERT INTO grandchild SELECT parent_id, id FROM child WHERE id > 50;
+INSERT INTO audit SELECT id FROM parent WHERE name = 'new';
+UPDATE child SET up = (SELECT max(id) FROM child) WHERE id = 1;
+SELECT count(*) AS grandchildren, count(*) FILTER (WHERE child_id > 50) AS new_ones FROM grandchild;
+-- The constraints still bite.
+INSERT INTO child (parent_id, region) VALUES (-1, 1);
+\echo :LAST_ERROR_SQLSTATE
+INSERT INTO parent (id) VALUES (1);
+\echo :LAST_ERROR_SQLSTATE
+
+-- smallserial widens too.  A bigint key needs no new type, so a view on it
+-- is no obstacle.
+CREATE TABLE tiny (id smallserial PRIMARY KEY);
+INSERT INTO tiny DEFAULT VALUES;
+SELECT * FROM snowflake_convert_column('tiny', 'id');
+CREATE TABLE wide (id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY);
+CREATE VIEW wide_view AS SELECT id FROM wide;
+SELECT * FROM snowflake_convert_column('wide', 'id');
+INSERT INTO wide DEFAULT VALUES;
+SELECT count(*) AS snowflake_ids FROM wide_view WHERE id > 1000000000;
+
+-- A sequence the column does not own stays; so does an owned one that
+-- another default still uses.
+CREATE SEQUENCE shared_seq;
+CREATE TABLE shares1 (id integer DEFAULT nextval('shared_seq'));
+CREATE TABLE shares2 (id integer DEFAULT nextval('shared_seq'));
+SELECT * FROM snowflake_convert_column('shares1', 'id');
+CREATE TABLE lends (id serial);
+CREATE TABLE borrows (id integer DEFAULT nextval('lends_id_seq'));
+SELECT * FROM snowflake_convert_column('lends', 'id');
+SELECT * FROM sequences_now ORDER BY 1;
+
+-- A partitioned table converts as a whole, partitions included, with a
+-- partitioned table that references it; a partition alone is refused.
+CREATE TABLE events (id serial, region integer, PRIMARY KEY (id, region)) PARTITION BY LIST (region);
+CREATE TABLE events_1 PARTITION OF events FOR VALUES IN (1);
+CREATE TABLE events_2 PARTITION OF events FOR VALUES IN (2);
+CREATE TABLE event_notes (event_id integer, region integer,
+                          FOREIGN KEY (event_id, region) REFERENCES events) PARTITION BY LIST (region);
+CREATE TABLE event_notes_1 PARTITION OF event_notes FOR VALUES IN (1);
+INSERT INTO events (region) VALUES (1), (2), (1);
+INSERT INTO event_notes VALUES (1, 1), (3, 1);
+SELECT * FROM snowflake_convert_column('events_2', 'id');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_convert_column('events', 'id');
+SELECT * FROM columns_now WHERE relname LIKE 'event%' AND attname IN ('id', 'event_id') ORDER BY 1, 2;
+INSERT INTO events (region) VALUES (2) RETURNING id > 3 AS snowflake_id;
+INSERT INTO event_notes SELECT id, region FROM events WHERE region = 1 AND id > 3;
+
+--
+-- Refusals.  Each leaves everything as it was.
+--
+CREATE TABLE legacy (
+    id        serial PRIMARY KEY,
+    plain     integer,
+    answer    integer DEFAULT 42,
+    offset_id integer DEFAULT nextval('shared_seq') + 1000,
+    label     text,
+    amount    numeric DEFAULT 0,
+    twice     integer GENERATED ALWAYS AS (plain * 2) STORED,
+    taken     bigint DEFAULT snowflake_nextval()
+);
+CREATE VIEW legacy_view AS SELECT * FROM legacy;
+
+-- Not a table, no such relation or column, a system column.
+SELECT * FROM snowflake_convert_column('legacy_view', 'id');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_convert_column('legacy_id_seq', 'id');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_convert_column('legacy_pkey', 'id');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_convert_column('no_such_table', 'id');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_convert_column(0, 'id');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_convert_column('legacy', 'no_such_column');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_convert_column('legacy', 'ctid');
+\echo :LAST_ERROR_SQLSTATE
+
+-- Not an integer, generated, no serial default or identity, already
+-- snowflake.
+SELECT * FROM snowflake_convert_column('legacy', 'label');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_convert_column('legacy', 'amount');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_convert_column('legacy', 'twice');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_convert_column('legacy', 'plain');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_convert_column('legacy', 'answer');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_convert_column('legacy', 'offset_id');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_convert_column('legacy', 'taken');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_convert_column('parent', 'id');
+\echo :LAST_ERROR_SQLSTATE
+
+-- The key becomes bigint, which PostgreSQL refuses while a view, rule,
+-- trigger, policy or generated column uses it.
+SELECT * FROM snowflake_convert_column('legacy', 'id');
+\echo :LAST_ERROR_SQLSTATE
+DROP VIEW legacy_view;
+CREATE MATERIALIZED VIEW legacy_ids AS SELECT id FROM legacy;
+SELECT * FROM snowflake_convert_column('legacy', 'id');
+\echo :LAST_ERROR_SQLSTATE
+DROP MATERIALIZED VIEW legacy_ids;
+CREATE TABLE legacy_log (id integer);
+CREATE RULE log_insert AS ON INSERT TO legacy DO ALSO INSERT INTO legacy_log VALUES (NEW.id);
+SELECT * FROM snowflake_convert_column('legacy', 'id');
+\echo :LAST_ERROR_SQLSTATE
+DROP RULE log_insert ON legacy;
+CREATE FUNCTION keep_row() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$;
+CREATE TRIGGER no_renumbering BEFORE UPDATE OF id ON legacy
+    FOR EACH ROW EXECUTE FUNCTION keep_row();
+SELECT * FROM snowflake_convert_column('legacy', 'id');
+\echo :LAST_ERROR_SQLSTATE
+DROP TRIGGER no_renumbering ON legacy;
+CREATE POLICY positive_ids ON legacy USING (id > 0);
+SELECT * FROM snowflake_convert_column('legacy', 'id');
+\echo :LAST_ERROR_SQLSTATE
+DROP POLICY positive_ids ON legacy;
+ALTER TABLE legacy ADD COLUMN code text GENERATED ALWAYS AS ('L-' || id) STORED;
+SELECT * FROM snowflake_convert_column('legacy', 'id');
+\echo :LAST_ERROR_SQLSTATE
+ALTER TABLE legacy DROP COLUMN code;
+
+-- The same for a column that references the key, and for one that is not
+-- an integer or is inherited.
+CREATE TABLE legacy_items (legacy_id integer REFERENCES legacy);
+CREATE VIEW legacy_items_view AS SELECT legacy_id FROM legacy_items;
+SELECT * FROM snowflake_convert_column('legacy', 'id');
+\echo :LAST_ERROR_SQLSTATE
+DROP VIEW legacy_items_view;
+CREATE TABLE legacy_items_base (legacy_ref integer);
+CREATE TABLE legacy_items_more (FOREIGN KEY (legacy_ref) REFERENCES legacy) INHERITS (legacy_items_base);
+SELECT * FROM snowflake_convert_column('legacy', 'id');
+\echo :LAST_ERROR_SQLSTATE
+DROP TABLE legacy_items_more, legacy_items_base;
+
+-- A partition key column cannot change its type; a bigint one needs no
+-- change.
+CREATE TABLE by_id (id serial) PARTITION BY RANGE (id);
+SELECT * FROM snowflake_convert_column('by_id', 'id');
+\echo :LAST_ERROR_SQLSTATE
+CREATE TABLE by_big_id (id bigserial) PARTITION BY RANGE (id);
+SELECT * FROM snowflake_convert_column('by_big_id', 'id');
+
+-- An inherited column converts only with its parent.
+CREATE TABLE legacy_archive () INHERITS (legacy);
+SELECT * FROM snowflake_convert_column('legacy_archive', 'id');
+\echo :LAST_ERROR_SQLSTATE
+DROP TABLE legacy_archive;
+
+-- Existing values at or above the IDs issued now.
+CREATE TABLE imported (id bigserial PRIMARY KEY);
+INSERT INTO imported VALUES (1), (9223372036854775807);
+SELECT * FROM snowflake_convert_column('imported', 'id');
+\echo :LAST_ERROR_SQLSTATE
+-- Values just below the current millisecond's IDs are fine.
+UPDATE imported SET id = snowflake_nextval() - (2000::bigint << 22) WHERE id > 1;
+SELECT * FROM snowflake_convert_column('imported', 'id');
+
+-- Nothing changed by the refusals.
+SELECT * FROM columns_now WHERE relname IN ('legacy', 'legacy_items') ORDER BY 1, 2;
+SELECT * FROM sequences_now ORDER BY 1;
+
+-- A NULL argument: no conversion, no rows (STRICT).
+SELECT * FROM snowflake_convert_column('legacy', NULL);
+SELECT * FROM snowflake_convert_column(NULL, 'id');
+
+-- The function's labels: VOLATILE, STRICT, PARALLEL UNSAFE, not SECURITY
+-- DEFINER, search_path pinned.
+SELECT p.provolatile, p.proisstrict, p.proparallel, p.prosecdef, p.proconfig,
+       pg_get_function_result(p.oid) AS result
+  FROM pg_proc AS p
+ WHERE p.oid = 'snowflake_convert_column(regclass, name)'::regprocedure;
+
+RESET search_path;
+SET client_min_messages = warning;
+DROP SCHEMA convert_test CASCADE;
+RESET client_min_messages;

@@ -1,0 +1,322 @@
+/*
+ * node_registry.cpp
+ *	  The "snowflake registry" background worker: heartbeats in
+ *	  snowflake_nodes and node-id collision detection.
+ *
+ * Each round runs in its own transaction.  An error in a round (say, the
+ * extension was dropped) is logged and the next round starts afresh; the
+ * worker itself keeps no state across rounds but the beat counts it saw.
+ */
+#include "postgres_headers.hpp"
+
+#include <unistd.h>
+
+#include "clock.hpp"
+#include "node_registry.hpp"
+#include "settings.hpp"
+#include "timestamps.hpp"
+
+extern "C"
+{
+PGDLLEXPORT void snowflake_registry_main(Datum arg);
+}
+
+namespace {
+
+/* Other instances with our node_id, and the beat count seen last round. */
+constexpr int kMaxPeers = 32;
+
+struct PeerBeat
+{
+	char		instance_id[UUID_LEN * 2 + 5];
+	int64		beats;
+	int64		advanced_at_us;	/* monotonic time its count last grew; 0: never */
+	char		description[192];
+	bool		seen;			/* in the current round */
+};
+
+/*
+ * A peer counts as running while its count grew within this many of our
+ * intervals: heartbeats arrive through replication, in bursts.
+ */
+constexpr int kRunningWindowIntervals = 3;
+
+PeerBeat	peers[kMaxPeers];
+int			peer_count = 0;
+
+/*
+ * The schema of the extension in this database, quoted; NULL if the
+ * extension, or its registry table (version 1.2 on), is absent.
+ */
+const char *
+ExtensionSchema(void)
+{
+	int			ret = SPI_execute("SELECT quote_ident(n.nspname) "
+								  "FROM pg_catalog.pg_extension AS e "
+								  "JOIN pg_catalog.pg_namespace AS n ON n.oid = e.extnamespace "
+								  "WHERE e.extname = 'snowflake' AND pg_catalog.to_regclass("
+								  "quote_ident(n.nspname) || '.snowflake_nodes') IS NOT NULL",
+								  true, 1);
+
+	if (ret != SPI_OK_SELECT || SPI_processed == 0)
+		return nullptr;
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+}
+
+const char *
+InstanceIdText(SharedState *state)
+{
+	return DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(&state->instance_id)));
+}
+
+/* Upserts this instance's row, adding one beat. */
+void
+Heartbeat(SharedState *state, const char *schema)
+{
+	char		host[256];
+	Oid			types[8] = {INT4OID, TEXTOID, TEXTOID, INT4OID, TEXTOID, INT4OID,
+							TEXTOID, TIMESTAMPTZOID};
+	Datum		values[8];
+
+	if (gethostname(host, sizeof(host)) != 0)
+		strlcpy(host, "unknown", sizeof(host));
+	host[sizeof(host) - 1] = '\0';
+	values[0] = Int32GetDatum(g_settings.node_id);
+	values[1] = CStringGetTextDatum(InstanceIdText(state));
+	values[2] = CStringGetTextDatum(psprintf(UINT64_FORMAT, GetSystemIdentifier()));
+	values[3] = Int32GetDatum(static_cast<int32>(GetWALInsertionTimeLine()));
+	values[4] = CStringGetTextDatum(host);
+	values[5] = Int32GetDatum(PostPortNumber);
+	values[6] = CStringGetTextDatum(DataDir);
+	values[7] = TimestampTzGetDatum(UnixMsToTimestampTz(state->started_unix_ms));
+
+	char	   *sql = psprintf(
+		"INSERT INTO %s.snowflake_nodes AS n (node_id, instance_id, system_identifier, "
+		"timeline, host, port, data_directory, started_at, last_seen, beats) "
+		"VALUES ($1, $2::uuid, $3, $4, $5, $6, $7, $8, now(), 1) "
+		"ON CONFLICT (node_id, instance_id) DO UPDATE "
+		"SET last_seen = excluded.last_seen, timeline = excluded.timeline, "
+		"beats = n.beats + 1", schema);
+
+	if (SPI_execute_with_args(sql, 8, types, values, nullptr, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not record this instance in snowflake_nodes");
+}
+
+PeerBeat *
+FindPeer(const char *instance_id)
+{
+	for (int i = 0; i < peer_count; i++)
+		if (strcmp(peers[i].instance_id, instance_id) == 0)
+			return &peers[i];
+	return nullptr;
+}
+
+/*
+ * Reads the other instances with our node_id and returns a description of
+ * one that is running (see kRunningWindowIntervals), or NULL.
+ */
+char *
+FindRunningPeer(SharedState *state, const char *schema)
+{
+	Oid			types[2] = {INT4OID, TEXTOID};
+	Datum		values[2] = {Int32GetDatum(g_settings.node_id),
+							 CStringGetTextDatum(InstanceIdText(state))};
+	char	   *sql = psprintf("SELECT instance_id::text, beats, host, port, timeline, "
+							   "system_identifier FROM %s.snowflake_nodes "
+							   "WHERE node_id = $1 AND instance_id <> $2::uuid",
+							   schema);
+	int64		now_us = NowMonotonicUs();
+	int64		window_us = int64{kRunningWindowIntervals} * g_settings.registry_interval_ms * 1000;
+
+	if (SPI_execute_with_args(sql, 2, types, values, nullptr, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read snowflake_nodes");
+
+	for (int i = 0; i < peer_count; i++)
+		peers[i].seen = false;
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[row];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		char	   *instance_id = SPI_getvalue(tuple, desc, 1);
+		int64		beats = pg_strtoint64(SPI_getvalue(tuple, desc, 2));
+		PeerBeat   *peer = FindPeer(instance_id);
+
+		if (peer == nullptr)
+		{
+			if (peer_count == kMaxPeers)
+				continue;
+			/* First sight: a baseline, not yet evidence that it runs. */
+			peer = &peers[peer_count++];
+			strlcpy(peer->instance_id, instance_id, sizeof(peer->instance_id));
+			peer->beats = beats;
+			peer->advanced_at_us = 0;
+		}
+		else if (beats > peer->beats)
+		{
+			peer->beats = beats;
+			peer->advanced_at_us = now_us;
+		}
+		snprintf(peer->description, sizeof(peer->description),
+				 "instance %s on host %s port %s (timeline %s, system %s)",
+				 instance_id, SPI_getvalue(tuple, desc, 3), SPI_getvalue(tuple, desc, 4),
+				 SPI_getvalue(tuple, desc, 5), SPI_getvalue(tuple, desc, 6));
+		peer->seen = true;
+	}
+
+	/* Forget rows that are gone, so the table may be cleaned up. */
+	char	   *running = nullptr;
+	int			kept = 0;
+
+	for (int i = 0; i < peer_count; i++)
+	{
+		if (!peers[i].seen)
+			continue;
+		peers[kept] = peers[i];
+		if (running == nullptr && peers[kept].advanced_at_us != 0 &&
+			now_us - peers[kept].advanced_at_us <= window_us)
+			running = pstrdup(peers[kept].description);
+		kept++;
+	}
+	peer_count = kept;
+	return running;
+}
+
+/* Publishes what this round found, and logs a collision once. */
+void
+PublishFinding(SharedState *state, const char *running_peer)
+{
+	bool		collision = running_peer != nullptr;
+	bool		was = pg_atomic_read_u32(&state->node_collision) != 0;
+
+	SpinLockAcquire(&state->collision_mutex);
+	strlcpy(state->collision_detail, collision ? running_peer : "",
+			sizeof(state->collision_detail));
+	SpinLockRelease(&state->collision_mutex);
+	pg_atomic_write_u32(&state->node_collision, collision ? 1 : 0);
+	pg_atomic_write_u32(&state->generation_blocked,
+						collision && g_settings.on_node_collision == kCollisionError ? 1 : 0);
+
+	if (collision && !was)
+		ereport(WARNING,
+				(errmsg("snowflake node_id %d is also used by another running instance",
+						g_settings.node_id),
+				 errdetail("snowflake_nodes shows %s heartbeating.", running_peer),
+				 errhint("Give each primary its own snowflake.node_id; until then their "
+						 "IDs can collide.")));
+	else if (!collision && was)
+		ereport(LOG,
+				(errmsg("snowflake node_id %d is no longer used by another running instance",
+						g_settings.node_id)));
+}
+
+void
+RunRound(SharedState *state)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+
+	const char *schema = ExtensionSchema();
+
+	if (schema != nullptr)
+	{
+		Heartbeat(state, schema);
+		CommandCounterIncrement();
+		PublishFinding(state, FindRunningPeer(state, schema));
+	}
+
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
+}							/* namespace */
+
+void
+NewInstanceId(pg_uuid_t *id)
+{
+	if (!pg_strong_random(id->data, UUID_LEN))
+		ereport(FATAL, (errmsg("could not generate a random snowflake instance id")));
+	id->data[6] = (id->data[6] & 0x0f) | 0x40;	/* version 4 */
+	id->data[8] = (id->data[8] & 0x3f) | 0x80;	/* RFC 4122 variant */
+}
+
+void
+ReportGenerationBlocked(SharedState *state)
+{
+	char		detail[sizeof(state->collision_detail)];
+
+	SpinLockAcquire(&state->collision_mutex);
+	strlcpy(detail, state->collision_detail, sizeof(detail));
+	SpinLockRelease(&state->collision_mutex);
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("snowflake node_id %d is also used by another running instance",
+					g_settings.node_id),
+			 errdetail("snowflake_nodes shows %s heartbeating; IDs from the two could "
+					   "collide, and snowflake.on_node_collision is \"error\".", detail),
+			 errhint("Give each primary its own snowflake.node_id.")));
+}
+
+void
+snowflake_registry_main(Datum arg)
+{
+	(void) arg;
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(g_settings.registry_database, nullptr, 0);
+	pgstat_report_appname("snowflake registry");
+
+	SharedState *state = RequireSharedState();
+	MemoryContext round_context = AllocSetContextCreate(TopMemoryContext,
+														"snowflake registry round",
+														ALLOCSET_DEFAULT_SIZES);
+
+	for (;;)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 g_settings.registry_interval_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		MemoryContext previous = MemoryContextSwitchTo(round_context);
+
+		PG_TRY();
+		{
+			RunRound(state);
+		}
+		PG_CATCH();
+		{
+			/* Log it and try again next round; the transaction is undone. */
+			EmitErrorReport();
+			FlushErrorState();
+			AbortCurrentTransaction();
+		}
+		PG_END_TRY();
+		MemoryContextSwitchTo(previous);
+		MemoryContextReset(round_context);
+	}
+}
+
+void
+RegisterNodeRegistryWorker(void)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 10;
+	strlcpy(worker.bgw_library_name, "snowflake", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, "snowflake_registry_main", BGW_MAXLEN);
+	strlcpy(worker.bgw_name, "snowflake registry", BGW_MAXLEN);
+	strlcpy(worker.bgw_type, "snowflake registry", BGW_MAXLEN);
+	RegisterBackgroundWorker(&worker);
+}

@@ -1,0 +1,37 @@
+/*
+ * node_registry.hpp
+ *	  Detecting two running primaries with the same node_id.
+ *
+ * Instance: one run of a server, from a start (or crash restart) to its
+ * stop, named by a random UUID.  A restarted server, a clone and a promoted
+ * standby are each a new instance.
+ *
+ * Registry: the table snowflake_nodes in snowflake.database, which the
+ * multi-primary replication must carry.  The "snowflake registry"
+ * background worker upserts this instance's row every
+ * snowflake.registry_interval, adding one to its heartbeat count, and reads
+ * the rows of other instances with the same node_id.  An instance whose
+ * count grew within the last three intervals is running: a collision (so
+ * every node should use the same interval).  Counting
+ * beats rather than comparing timestamps needs no agreement between the
+ * nodes' clocks, and rows left by this server's own earlier runs never
+ * advance, so a restart is not mistaken for a collision.
+ *
+ * On a collision the worker logs a WARNING, flags it in snowflake_status(),
+ * and with snowflake.on_node_collision = error stops generation.
+ */
+#ifndef SNOWFLAKE_PG_NODE_REGISTRY_HPP
+#define SNOWFLAKE_PG_NODE_REGISTRY_HPP
+
+#include "shared_state.hpp"
+
+/* A fresh random (version 4) UUID for this instance. */
+void		NewInstanceId(pg_uuid_t *id);
+
+/* Registers the worker; _PG_init, while preloading. */
+void		RegisterNodeRegistryWorker(void);
+
+/* ERROR explaining that a node-id collision stopped generation. */
+[[noreturn]] void ReportGenerationBlocked(SharedState *state);
+
+#endif							/* SNOWFLAKE_PG_NODE_REGISTRY_HPP */
