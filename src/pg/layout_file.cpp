@@ -44,6 +44,8 @@ WriteLayoutFile(const snowflake::Layout &layout)
 					 FATAL);
 }
 
+bool		g_new_data_directory = false;
+
 void
 CheckLayoutOfDataDirectory(void)
 {
@@ -51,7 +53,8 @@ CheckLayoutOfDataDirectory(void)
 	snowflake::Layout last;
 	int64		now_ms = NowUnixMs();
 
-	if (ReadLayoutFile(&last))
+	g_new_data_directory = !ReadLayoutFile(&last);
+	if (!g_new_data_directory)
 	{
 		if (last == running)
 			return;

@@ -15,6 +15,12 @@
 constexpr const char *kLayoutFileName = "snowflake.layout";
 
 /*
+ * True when the data directory had no layout file at this start: snowflake
+ * never ran here, so no ID was ever issued from it.  Set in the postmaster.
+ */
+extern bool g_new_data_directory;
+
+/*
  * FATAL if the running layout may not replace the one recorded in the data
  * directory; otherwise records the running layout.  Called once, in the
  * postmaster, after the settings were validated.

@@ -95,7 +95,8 @@ ReportClockBehindFloor(int64 floor)
 /*
  * Claims a slot and starts the generator after the slot's mark (the
  * previous holder's last ID), the floor (the reservation this server
- * resumed from) and the session's own last ID, so IDs stay unique and, per
+ * resumed from), the newest millisecond of any slot, and the session's own
+ * last ID, so IDs stay unique and, per
  * session, increasing even when a session releases one slot and claims
  * another.
  */
@@ -115,6 +116,15 @@ AcquireGenerator(void)
 
 	if (after < snowflake::Mark{last.timestamp, last.sequence})
 		after = snowflake::Mark{last.timestamp, last.sequence};
+
+	/*
+	 * Not below the newest millisecond any slot issued: after the clock
+	 * stepped back, a new holder does not fall behind the others.
+	 */
+	snowflake::Mark newest = snowflake::MarkBefore(layout, NewestIssuedTimestamp(state));
+
+	if (after < newest)
+		after = newest;
 	if (has_own_mark && after.timestamp <= own_mark.timestamp)
 		after = snowflake::Mark{own_mark.timestamp, layout.MaxSequence()};
 

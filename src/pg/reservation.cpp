@@ -15,6 +15,7 @@
 
 #include "clock.hpp"
 #include "durable_file.hpp"
+#include "layout_file.hpp"
 #include "reservation.hpp"
 #include "reservation_wal.hpp"
 #include "settings.hpp"
@@ -112,12 +113,17 @@ FixFloorLocked(SharedState *state)
 	state->floor_from_reservation = state->reservation_known;
 	if (state->reservation_known)
 		state->floor_timestamp = ReservedUntil(state) + 1;
+	else if (g_new_data_directory)
+	{
+		/* Nothing was ever issued here: the clock is the only bound. */
+		state->floor_timestamp = state->started_unix_ms - g_settings.layout.epoch_ms;
+	}
 	else
 	{
 		/*
-		 * Nothing was ever reserved here (a first start, an upgrade from a
-		 * version without reservations, or the file was removed): no
-		 * earlier ID can reach beyond the start time + max_drift.
+		 * Nothing was reserved, but IDs may have been issued (an upgrade
+		 * from a version without reservations, or the file was removed):
+		 * none can reach beyond the start time + max_drift.
 		 */
 		state->floor_timestamp = state->started_unix_ms - g_settings.layout.epoch_ms +
 			g_settings.max_drift_ms + 1;
@@ -148,6 +154,38 @@ GenerationFloorOrNow(SharedState *state)
 	return state->floor_timestamp;
 }
 
+/*
+ * Waits until the synchronous standbys, if any are configured, confirm WAL up
+ * to "lsn".  SyncRepWaitForLSN() also returns, with only a WARNING, when the
+ * wait is cancelled; an unconfirmed reservation must not be published then,
+ * so confirmation is checked against the position up to which the standbys
+ * released waiters.
+ */
+static void
+WaitForSynchronousStandbys(XLogRecPtr lsn)
+{
+	if (!SyncRepRequested() || SyncRepStandbyNames == nullptr ||
+		SyncRepStandbyNames[0] == '\0')
+		return;
+	SyncRepWaitForLSN(lsn, false);
+
+	int			mode = synchronous_commit == SYNCHRONOUS_COMMIT_REMOTE_WRITE ?
+		SYNC_REP_WAIT_WRITE : synchronous_commit == SYNCHRONOUS_COMMIT_REMOTE_APPLY ?
+		SYNC_REP_WAIT_APPLY : SYNC_REP_WAIT_FLUSH;
+
+	LWLockAcquire(SyncRepLock, LW_SHARED);
+	XLogRecPtr	confirmed = WalSndCtl->lsn[mode];
+
+	LWLockRelease(SyncRepLock);
+	if (confirmed < lsn)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("snowflake reservation was not confirmed by the synchronous standbys"),
+				 errdetail("The wait for synchronous replication ended first; no ID beyond "
+						   "what they confirmed is issued."),
+				 errhint("Check that the synchronous standbys are connected.")));
+}
+
 void
 ExtendReservation(SharedState *state, int64 needed)
 {
@@ -175,6 +213,6 @@ ExtendReservation(SharedState *state, int64 needed)
 	 * a failover target must know the reservation before anything uses it.
 	 */
 	if (!XLogRecPtrIsInvalid(lsn))
-		SyncRepWaitForLSN(lsn, false);
+		WaitForSynchronousStandbys(lsn);
 	RaiseReservedUntil(state, until);
 }

@@ -20,23 +20,6 @@ static constexpr long kTickMs = 50;
 /* Backward steps smaller than this are clock noise, not steps. */
 static constexpr int64 kStepThresholdUs = 1000;
 
-/* The newest timestamp any slot issued, or -1 if none has. */
-static int64
-NewestIssuedTimestamp(SharedState *state)
-{
-	int64		newest = -1;
-
-	for (uint32 worker_id = 0; worker_id < state->slot_count; worker_id++)
-	{
-		int64		last_id = static_cast<int64>(
-			pg_atomic_read_u64(&state->Slot(worker_id)->last_id));
-
-		if (last_id != 0)
-			newest = Max(newest, snowflake::Decompose(g_settings.layout, last_id).timestamp);
-	}
-	return newest;
-}
-
 static void
 KeepReservationAhead(SharedState *state)
 {

@@ -9,6 +9,7 @@
  */
 #include "postgres_headers.hpp"
 
+#include "../core/layout.hpp"
 #include "clock.hpp"
 #include "node_registry.hpp"
 #include "reservation.hpp"
@@ -113,6 +114,22 @@ InstallSharedStateHooks(void)
 	shmem_request_hook = RequestSharedState;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = StartSharedState;
+}
+
+int64
+NewestIssuedTimestamp(SharedState *state)
+{
+	int64		newest = -1;
+
+	for (uint32 worker_id = 0; worker_id < state->slot_count; worker_id++)
+	{
+		int64		last_id = static_cast<int64>(
+			pg_atomic_read_u64(&state->Slot(worker_id)->last_id));
+
+		if (last_id != 0)
+			newest = Max(newest, snowflake::Decompose(g_settings.layout, last_id).timestamp);
+	}
+	return newest;
 }
 
 SharedState *

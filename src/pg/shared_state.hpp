@@ -95,6 +95,12 @@ struct SharedState
 void		InstallSharedStateHooks(void);
 
 /*
+ * The newest timestamp (ms since the layout's epoch) any slot issued since
+ * shared memory was set up, or -1.  Reads every slot without a lock.
+ */
+int64		NewestIssuedTimestamp(SharedState *state);
+
+/*
  * The shared state, or an ERROR with a hint when the library was not loaded
  * through shared_preload_libraries.
  */

@@ -1,0 +1,233 @@
+# A clean restart with the clock set back 1 h.  The server generates IDs,
+# stops cleanly, and starts again under libfaketime with its clock 1 h
+# behind.  The reservation in $PGDATA/snowflake.reservation survives the
+# restart: snowflake_status().reserved_until lies beyond every earlier ID
+# before anything is generated, the first generation logs once
+#   WARNING:  system clock is N ms behind the snowflake reservation
+# with N about an hour, and, restarted with snowflake.max_drift = 2h, IDs
+# continue at once above every earlier ID.  (The first run keeps the default
+# max_drift: a data directory without a reservation starts its IDs max_drift
+# ahead of the clock.)  Then the bounded wait: restarted with max_drift =
+# 1000 ms and clock_wait_timeout = 2000 ms and the clock still 1 h back,
+# snowflake_nextval() waits about 2 s and fails with SQLSTATE 55000 and the
+# documented message; once the clock is right again, it issues IDs above all
+# earlier ones, honest to the clock.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+use SnowflakeClock;
+
+my $hour_ms = 3_600_000;
+
+my $node = PostgreSQL::Test::Cluster->new('restart');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', q(
+shared_preload_libraries = 'snowflake'
+timezone = 'UTC'
+));
+SnowflakeClock::start($node, 0);
+$node->safe_psql(
+	'postgres', q{
+CREATE EXTENSION snowflake;
+CREATE TABLE ids (
+    id    bigint PRIMARY KEY DEFAULT snowflake_nextval(),
+    phase text NOT NULL
+)});
+
+# IDs returned to the client, per phase.
+my %returned;
+
+# Issues IDs in two sessions: rows committed to "ids", and IDs returned to
+# the client.  Returns the stderr of the first session.
+sub generate
+{
+	my ($phase) = @_;
+	my ($out, $err);
+	$node->psql(
+		'postgres',
+		"INSERT INTO ids (phase) SELECT '$phase' FROM generate_series(1, 20000);"
+		  . 'SELECT snowflake_nextval() FROM generate_series(1, 1000)',
+		stdout => \$out,
+		stderr => \$err,
+		on_error_die => 1);
+	push @{ $returned{$phase} }, split /\n/, $out;
+	push @{ $returned{$phase} }, split /\n/,
+	  $node->safe_psql(
+		'postgres', qq{
+INSERT INTO ids (phase) SELECT '$phase' FROM generate_series(1, 20000);
+SELECT snowflake_nextval() FROM generate_series(1, 1000)});
+	return $err;
+}
+
+# The largest and the smallest ID of a phase, rows and returned IDs alike.
+sub bounds
+{
+	my ($phase) = @_;
+	my $ids = join(',', @{ $returned{$phase} });
+	return split /\|/,
+	  $node->safe_psql(
+		'postgres', qq{
+SELECT max(id), min(id)
+  FROM (SELECT id FROM ids WHERE phase = '$phase'
+        UNION ALL SELECT unnest('{$ids}'::bigint[])) AS s});
+}
+
+sub unix_ms_sql
+{
+	my ($expr) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT (extract(epoch FROM $expr) * 1000)::bigint");
+}
+
+sub ts_ms
+{
+	my ($id) = @_;
+	return unix_ms_sql("(snowflake_decode($id)).ts");
+}
+
+# The gap named in the WARNINGs of the log since $offset.
+sub gap_warnings
+{
+	my ($offset) = @_;
+	my @gaps = slurp_file($node->logfile, $offset)
+	  =~ /WARNING:  system clock is (\d+) ms behind the snowflake reservation/g;
+	return @gaps;
+}
+
+# --- before: clock right, max_drift 1000 ms ----------------------------------------
+generate('before');
+my ($max_before) = bounds('before');
+my $max_before_ms = ts_ms($max_before);
+cmp_ok($node->safe_psql('postgres', 'SELECT reservations FROM snowflake_status()'),
+	'>', 0, 'reservations were written while generating');
+my $reserved_before_ms = unix_ms_sql('(SELECT reserved_until FROM snowflake_status())');
+cmp_ok($reserved_before_ms, '>=', $max_before_ms,
+	'the reservation covers the IDs issued');
+
+$node->stop;
+$node->append_conf('postgresql.conf', "snowflake.max_drift = '2h'\n");
+my $file = slurp_file($node->data_dir . '/snowflake.reservation');
+like($file, qr/^\d+\n$/, 'snowflake.reservation holds a Unix time in ms');
+cmp_ok($file + 0, '>=', $max_before_ms,
+	'snowflake.reservation covers every ID issued before the stop');
+
+# --- restart with the clock 1 h back, max_drift 2 h ------------------------------
+my $log_offset = -s $node->logfile;
+SnowflakeClock::start($node, -3600);
+my $offset = SnowflakeClock::server_offset($node);
+ok(abs($offset + 3600) < 1, sprintf('the server clock is 1 h back (%.3f s)', $offset));
+
+my $reserved_ms = unix_ms_sql('(SELECT reserved_until FROM snowflake_status())');
+cmp_ok($reserved_ms, '>', $max_before_ms,
+	'after the restart, reserved_until lies beyond every earlier ID');
+cmp_ok($reserved_ms, '>=', $file + 0,
+	'after the restart, reserved_until is the one of the file');
+is(scalar(gap_warnings($log_offset)), 0, 'no WARNING before the first generation');
+
+my $first_call = time();
+my $first_err = generate('after');
+my ($client_gap) =
+  $first_err =~ /WARNING:  system clock is (\d+) ms behind the snowflake reservation/;
+ok(defined $client_gap, 'the first session to generate is warned');
+generate('after');
+my @gaps = gap_warnings($log_offset);
+is(scalar(@gaps), 1, 'the log has the WARNING once, for four sessions');
+# The gap: from the clock, 1 h back, to the end of the reservation.
+my $expected_gap = $reserved_ms - int($first_call * 1000 - $hour_ms);
+ok( @gaps && abs($gaps[0] - $expected_gap) <= 1000,
+	"the WARNING names the gap, about an hour ($expected_gap ms expected)")
+  or diag "gaps: @gaps";
+is($client_gap, $gaps[0], 'the client was told the same gap');
+like(
+	slurp_file($node->logfile, $log_offset),
+	qr/WARNING:  system clock is \d+ ms behind the snowflake reservation\n.*DETAIL:  IDs continue above the reservation, which ends at /s,
+	'the WARNING has its DETAIL');
+
+my ($max_after, $min_after) = bounds('after');
+cmp_ok($min_after, '>', $max_before,
+	'with the clock 1 h back, new IDs lie above every earlier ID');
+is( $node->safe_psql(
+		'postgres', q{
+SELECT count(*) - count(DISTINCT id) FROM ids}),
+	'0', 'no ID occurs twice');
+my $ahead_ms = unix_ms_sql(
+	"(snowflake_decode($max_after)).ts - clock_timestamp()");
+ok( $ahead_ms > $hour_ms - 60_000 && $ahead_ms <= 2 * $hour_ms,
+	"the new IDs run about 1 h ahead of the clock, within max_drift ($ahead_ms ms)");
+$max_before = $max_after;
+
+# --- bounded wait: max_drift 1000 ms, clock still 1 h back -------------------------
+$node->stop;
+$node->append_conf(
+	'postgresql.conf', q(
+snowflake.max_drift = 1000
+snowflake.clock_wait_timeout = 2000
+));
+$log_offset = -s $node->logfile;
+SnowflakeClock::start($node, -3600);
+
+my ($stdout, $stderr);
+my $started = time();
+my $rc = $node->psql(
+	'postgres', q(
+\set VERBOSITY verbose
+SELECT snowflake_nextval();
+),
+	stdout => \$stdout,
+	stderr => \$stderr);
+my $elapsed = time() - $started;
+isnt($rc, 0, 'clock 1 h back, max_drift 1 s: snowflake_nextval() fails');
+is($stdout, '', 'no ID is issued');
+ok( $elapsed >= 1.9 && $elapsed < 30,
+	sprintf('it fails after the bounded wait of about 2 s (%.2f s)', $elapsed));
+like(
+	$stderr,
+	qr/\bERROR:  55000: system clock is (\d+) ms behind the next snowflake ID$/m,
+	'SQLSTATE 55000 and the documented message');
+my ($behind) = $stderr =~ /system clock is (\d+) ms behind the next/;
+ok( defined $behind && $behind > $hour_ms - 60_000 && $behind <= $hour_ms + 5_000,
+	'the message names a gap of about an hour')
+  or diag "gap: " . ($behind // 'none');
+like(
+	$stderr,
+	qr/^DETAIL:  \Qsnowflake_nextval() waited 2000 ms (snowflake.clock_wait_timeout) for the clock to come within snowflake.max_drift (1000 ms) of it.\E$/m,
+	'the DETAIL names the wait and max_drift in force');
+like(
+	$stderr,
+	qr/^HINT:  \QCorrect the system clock, or raise snowflake.max_drift or snowflake.clock_wait_timeout.\E$/m,
+	'the HINT');
+like(
+	$stderr,
+	qr/WARNING:  01000: system clock is \d+ ms behind the snowflake reservation/,
+	'the session was warned about the gap first');
+like(
+	slurp_file($node->logfile, $log_offset),
+	qr/HINT:  \Qsnowflake_nextval() waits up to snowflake.clock_wait_timeout for the clock to come within snowflake.max_drift of them.\E/,
+	'with a gap beyond max_drift, the WARNING hints at the wait');
+
+# --- the clock is set right again ----------------------------------------------------
+SnowflakeClock::set_offset($node, 0);
+generate('restored');
+my ($max_restored, $min_restored) = bounds('restored');
+cmp_ok($min_restored, '>', $max_before,
+	'with the clock right again, IDs lie above every earlier ID');
+my $honest = $node->safe_psql(
+	'postgres', q{
+SELECT bool_and(d.ts - q.a < interval '1001 ms')
+  FROM (SELECT snowflake_nextval() AS id, clock_timestamp() AS a
+          FROM generate_series(1, 1000)) AS q,
+       snowflake_decode(q.id) AS d});
+is($honest, 't', 'and no ID runs more than max_drift ahead of the clock');
+is(scalar(gap_warnings($log_offset)), 1,
+	'one WARNING for this server start as well');
+is( $node->safe_psql(
+		'postgres', q{
+SELECT count(*) - count(DISTINCT id) FROM ids}),
+	'0', 'no ID occurs twice among all rows');
+
+$node->stop;
+done_testing();

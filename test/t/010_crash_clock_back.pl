@@ -1,0 +1,236 @@
+# A crash during heavy generation, and a restart with the clock 10 s back.
+# Three sessions commit rows whose key defaults to snowflake_nextval(), two
+# stream IDs to the client, and one runs a burst that keeps its IDs up to
+# max_drift ahead of the clock, when the server is stopped in immediate mode
+# (every process ends at once; the start does crash recovery).  Not kill -9
+# of the postmaster alone: its busy backends would go on generating as
+# orphans, as they notice the postmaster's death only when they wait, and
+# keep the new postmaster from starting.  The server
+# starts again under libfaketime with its clock 10 s behind.  Proves: the
+# reservation was written before the crash, and after recovery
+# snowflake_status().reserved_until covers every ID seen before it; the
+# first generation warns once about the gap; every new ID is above every
+# earlier one (committed rows and IDs the client saw), and none repeats.
+#
+# snowflake.clock_wait_timeout = 20s, not max_drift = 15s: the gap (10 s
+# plus the reservation ahead of the crash) is beyond max_drift (1 s), so the
+# first call waits for the clock to come within max_drift of the floor and
+# then succeeds.  This covers the bounded wait that ends well; IDs that
+# continue at once under a large max_drift are covered by
+# 009_restart_clock_back.pl and 011_standby_promotion.pl.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use Time::HiRes qw(time sleep);
+use SnowflakeClock;
+
+my $max_drift_ms = 1000;
+my $inserters = 3;
+my $streamers = 2;
+
+my $node = PostgreSQL::Test::Cluster->new('crash');
+$node->init;
+# 8 sequence bits: 256 IDs per ms, so the streams and the burst outrun the
+# clock and borrow up to max_drift ahead.
+$node->append_conf(
+	'postgresql.conf', qq(
+shared_preload_libraries = 'snowflake'
+timezone = 'UTC'
+snowflake.sequence_bits = 8
+snowflake.max_drift = $max_drift_ms
+snowflake.clock_wait_timeout = '20s'
+));
+SnowflakeClock::start($node, 0);
+$node->safe_psql(
+	'postgres', q{
+CREATE EXTENSION snowflake;
+CREATE TABLE ids (
+    id      bigint PRIMARY KEY DEFAULT snowflake_nextval(),
+    session integer NOT NULL,
+    n       integer NOT NULL
+);
+-- IDs the client saw, loaded after the crash.
+CREATE TABLE returned (id bigint NOT NULL, after_crash boolean DEFAULT false);
+-- Commits batches of 100 rows, numbered in call order, until it is ended.
+CREATE PROCEDURE generate(s integer) LANGUAGE plpgsql AS $$
+DECLARE
+    done integer := 0;
+BEGIN
+    LOOP
+        INSERT INTO ids (session, n)
+        SELECT s, done + g FROM generate_series(1, 100) AS g;
+        done := done + 100;
+        COMMIT;
+    END LOOP;
+END $$;
+});
+
+my $dir = PostgreSQL::Test::Utils::tempdir();
+
+# Starts one psql running $sql, output to files.
+sub start_psql
+{
+	my ($name, @args) = @_;
+	my @cmd = (
+		$node->installed_command('psql'), '-XAtq',
+		'-v', 'ON_ERROR_STOP=1',
+		'-d', $node->connstr('postgres'), @args);
+	return IPC::Run::start(
+		\@cmd, '>', "$dir/$name.out", '2>', "$dir/$name.err",
+		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+}
+
+my @runs;
+push @runs, start_psql("insert_$_", '-c', "CALL generate($_)") for 1 .. $inserters;
+# FETCH_COUNT makes psql read through a cursor, so IDs reach the client
+# while they are generated.  generate_series() in the select list, not in
+# FROM, where its result would be materialized before the first row.
+my $endless = '(SELECT generate_series(1, 1000000000)) AS g';
+push @runs,
+  start_psql("stream_$_", '-v', 'FETCH_COUNT=1000', '-c',
+	"SELECT snowflake_nextval() FROM $endless")
+  for 1 .. $streamers;
+push @runs, start_psql('burst', '-c',
+	"SELECT count(snowflake_nextval()) FROM $endless");
+
+ok( $node->poll_query_until(
+		'postgres', qq{
+SELECT count(DISTINCT session) = $inserters AND count(*) >= 20000 FROM ids}),
+	'the sessions commit rows');
+ok( $node->poll_query_until(
+		'postgres', q{SELECT drift_ms > 500 FROM snowflake_status()}),
+	'generation runs ahead of the clock');
+my $deadline = time() + 60;
+sleep 0.1
+  while time() < $deadline
+  && grep { !-s "$dir/stream_$_.out" } 1 .. $streamers;
+ok( (-s "$dir/stream_1.out") > 0 && (-s "$dir/stream_2.out") > 0,
+	'the client receives streamed IDs');
+sleep 1;
+my ($reservations, $reserved_before) = split /\|/,
+  $node->safe_psql(
+	'postgres', q{
+SELECT reservations, (extract(epoch FROM reserved_until) * 1000)::bigint
+  FROM snowflake_status()});
+cmp_ok($reservations, '>', 0, "reservations were written before the crash ($reservations)");
+
+# --- the crash ---------------------------------------------------------------------
+$node->stop('immediate');
+for my $r (@runs)
+{
+	ok(!$r->finish, 'a generating psql ended with the server');
+}
+
+# The IDs each stream saw, in order (whole lines only), checked on the way
+# into the file the server loads after the restart.
+my $returned_file = "$dir/returned.txt";
+my $streamed = 0;
+open my $all, '>', $returned_file or die "could not write $returned_file: $!";
+for my $s (1 .. $streamers)
+{
+	my ($count, $decreases, $prev) = (0, 0, 0);
+	open my $in, '<', "$dir/stream_$s.out" or die "could not read stream $s: $!";
+	while (my $line = <$in>)
+	{
+		next unless $line =~ /^(\d+)\n\z/;
+		$decreases++ if $1 <= $prev;
+		$prev = $1;
+		$count++;
+		print $all $line;
+	}
+	close $in;
+	is($decreases, 0, "stream $s saw strictly increasing IDs ($count)");
+	$streamed += $count;
+}
+close $all or die "could not close $returned_file: $!";
+
+# --- restart with the clock 10 s back ------------------------------------------------
+my $log_offset = -s $node->logfile;
+SnowflakeClock::start($node, -10);
+my $offset = SnowflakeClock::server_offset($node);
+ok(abs($offset + 10) < 0.5, sprintf('the server clock is 10 s back (%.3f s)', $offset));
+like(slurp_file($node->logfile, $log_offset),
+	qr/database system was interrupted|was not properly shut down/,
+	'the start recovered from the crash');
+
+$node->safe_psql('postgres', "COPY returned (id) FROM '$returned_file'");
+my ($max_before, $max_before_ms, $committed) = split /\|/,
+  $node->safe_psql(
+	'postgres', q{
+SELECT max(id), (extract(epoch FROM (snowflake_decode(max(id))).ts) * 1000)::bigint,
+       (SELECT count(*) FROM ids)
+  FROM (SELECT id FROM ids UNION ALL SELECT id FROM returned) AS s});
+note "before the crash: $committed committed rows, $streamed streamed IDs";
+
+my $reserved_ms = $node->safe_psql('postgres',
+	'SELECT (extract(epoch FROM reserved_until) * 1000)::bigint FROM snowflake_status()');
+cmp_ok($reserved_ms, '>=', $max_before_ms,
+	'after recovery, reserved_until covers every ID seen before the crash');
+cmp_ok($reserved_ms, '>=', $reserved_before,
+	'and is not below the reservation seen before the crash');
+
+# The first call: the floor lies beyond max_drift ahead of the clock, so it
+# waits for the clock, within clock_wait_timeout, and then succeeds.
+my ($stdout, $stderr);
+my $started = time();
+$node->psql(
+	'postgres', q{
+SELECT snowflake_nextval() AS id, clock_timestamp() AS c \gset
+SELECT :id, ((snowflake_decode(:id)).ts - :'c'::timestamptz) < interval '1001 ms'},
+	stdout => \$stdout,
+	stderr => \$stderr,
+	on_error_die => 1);
+my $elapsed = time() - $started;
+my ($first, $honest) = split /\|/, $stdout;
+my ($gap) = $stderr =~ /WARNING:  system clock is (\d+) ms behind the snowflake reservation/;
+ok(defined $gap, 'the first generation is warned about the gap');
+my $expected_gap = $reserved_ms - int($started * 1000 - 10_000);
+ok( defined $gap && abs($gap - $expected_gap) <= 1000,
+	"the WARNING names the gap ($expected_gap ms expected)")
+  or diag "gap: " . ($gap // 'none');
+ok( defined $gap
+	  && $elapsed >= ($gap - $max_drift_ms) / 1000 - 1
+	  && $elapsed < 25,
+	sprintf('the first call waited for the clock, boundedly (%.2f s)', $elapsed));
+cmp_ok($first, '>', $max_before, 'the first new ID is above every earlier one');
+is($honest, 't', 'and at most max_drift ahead of the clock');
+
+# More generation after the restart.
+for my $s (101 .. 103)
+{
+	$node->safe_psql(
+		'postgres', qq{
+INSERT INTO ids (session, n) SELECT $s, g FROM generate_series(1, 10000) AS g;
+INSERT INTO returned SELECT snowflake_nextval(), true FROM generate_series(1, 1000);});
+}
+my @gaps = slurp_file($node->logfile, $log_offset)
+  =~ /WARNING:  system clock is \d+ ms behind the snowflake reservation/g;
+is(scalar(@gaps), 1, 'the WARNING is logged once');
+
+is( $node->safe_psql(
+		'postgres', qq{
+SELECT (SELECT count(*) FROM ids WHERE session > 100 AND id <= $max_before)
+     + (SELECT count(*) FROM returned WHERE after_crash AND id <= $max_before)}),
+	'0',
+	'every ID after the restart is above every ID seen before the crash');
+is( $node->safe_psql(
+		'postgres', q{
+SELECT count(*) - count(DISTINCT id)
+  FROM (SELECT id FROM ids UNION ALL SELECT id FROM returned
+        UNION ALL SELECT } . $first . q{) AS s}),
+	'0',
+	'no ID occurs twice among the committed rows and the IDs the client saw');
+is( $node->safe_psql(
+		'postgres', q{
+SELECT count(*)
+  FROM (SELECT id, lag(id) OVER (PARTITION BY session ORDER BY n) AS prev
+          FROM ids) AS s
+ WHERE id <= prev}),
+	'0',
+	'within each session, committed IDs strictly increase');
+
+$node->stop;
+done_testing();

@@ -1,0 +1,271 @@
+# A streaming standby whose clock is 10 s behind, promoted while the primary
+# generates (cases 4 and 5).  The primary replicates synchronously
+# (synchronous_standby_names = '*'), so every reservation record is
+# confirmed by the standby before an ID uses it.
+#
+# Case 5: on the hot standby, snowflake_nextval() fails with SQLSTATE 25006
+# and the documented hint, while snowflake_decode() works and the replayed
+# reservation shows in snowflake_status().
+#
+# Case 4: three sessions commit rows and two stream IDs to the client.  Then
+# the standby is cut off from the primary for 3 s, while the load goes on:
+# the streams stall once they used up the reservation the standby confirmed.
+# The primary is stopped in immediate mode and the standby promoted.  With
+# snowflake.max_drift = 15s there, the promoted standby warns once about the
+# gap between its clock and the reservation and continues at once.  Proves:
+# every ID it issues is larger than every ID the old primary issued that
+# anyone saw: rows the standby received, IDs the clients saw (also those
+# issued after the cut), and rows the old primary committed locally (read
+# back by starting it alone afterwards).
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use Time::HiRes qw(time sleep);
+use SnowflakeClock;
+
+my $inserters = 3;
+my $streamers = 2;
+my $standby_drift_ms = 15_000;
+
+my $primary = PostgreSQL::Test::Cluster->new('primary');
+$primary->init(allows_streaming => 1);
+$primary->append_conf(
+	'postgresql.conf', q(
+shared_preload_libraries = 'snowflake'
+timezone = 'UTC'
+));
+$primary->start;
+$primary->safe_psql(
+	'postgres', q{
+CREATE EXTENSION snowflake;
+CREATE TABLE ids (
+    id      bigint PRIMARY KEY DEFAULT snowflake_nextval(),
+    session integer NOT NULL,
+    n       integer NOT NULL
+);
+-- Commits batches of 100 rows, numbered in call order, until it is ended.
+CREATE PROCEDURE generate(s integer) LANGUAGE plpgsql AS $$
+DECLARE
+    done integer := 0;
+BEGIN
+    LOOP
+        INSERT INTO ids (session, n)
+        SELECT s, done + g FROM generate_series(1, 100) AS g;
+        done := done + 100;
+        COMMIT;
+    END LOOP;
+END $$;
+INSERT INTO ids (session, n) SELECT 0, g FROM generate_series(1, 1000) AS g;
+});
+
+$primary->backup('base');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($primary, 'base', has_streaming => 1);
+$standby->append_conf('postgresql.conf',
+	"snowflake.max_drift = $standby_drift_ms\n");
+SnowflakeClock::start($standby, -10);
+my $offset = SnowflakeClock::server_offset($standby);
+ok(abs($offset + 10) < 0.5,
+	sprintf('the standby clock is 10 s back (%.3f s)', $offset));
+
+$primary->append_conf('postgresql.conf', "synchronous_standby_names = '*'\n");
+$primary->reload;
+ok( $primary->poll_query_until(
+		'postgres', q{
+SELECT count(*) = 1 FROM pg_stat_replication WHERE sync_state = 'sync'}),
+	'the standby replicates synchronously');
+
+# --- case 5: the hot standby -------------------------------------------------------
+$primary->safe_psql('postgres',
+	'INSERT INTO ids (session, n) SELECT 0, g FROM generate_series(1001, 2000) AS g');
+$primary->wait_for_catchup($standby);
+my $sample = $primary->safe_psql('postgres', 'SELECT max(id) FROM ids');
+my $decoded = $primary->safe_psql('postgres',
+	"SELECT ts, node_id, worker_id, seq FROM snowflake_decode($sample)");
+is($standby->safe_psql('postgres',
+		"SELECT ts, node_id, worker_id, seq FROM snowflake_decode($sample)"),
+	$decoded, 'snowflake_decode() works on the standby, as on the primary');
+
+my ($stdout, $stderr);
+my $rc = $standby->psql(
+	'postgres', q(
+\set VERBOSITY verbose
+SELECT snowflake_nextval();
+),
+	stdout => \$stdout,
+	stderr => \$stderr);
+isnt($rc, 0, 'snowflake_nextval() fails on the hot standby');
+is($stdout, '', 'no ID is issued on the standby');
+like(
+	$stderr,
+	qr/\bERROR:  25006: cannot generate snowflake IDs during recovery$/m,
+	'SQLSTATE 25006 and the documented message');
+like(
+	$stderr,
+	qr/^HINT:  \Qsnowflake_nextval() works only on a primary; snowflake_decode() works everywhere.\E$/m,
+	'the documented HINT');
+
+my $primary_reserved = $primary->safe_psql('postgres',
+	'SELECT reserved_until FROM snowflake_status()');
+$primary->wait_for_catchup($standby);
+is( $standby->safe_psql(
+		'postgres',
+		"SELECT reserved_until >= '$primary_reserved' FROM snowflake_status()"),
+	't',
+	"the standby replayed the primary's reservation");
+
+# --- case 4: promotion under load --------------------------------------------------
+my $dir = PostgreSQL::Test::Utils::tempdir();
+
+sub start_psql
+{
+	my ($name, @args) = @_;
+	my @cmd = (
+		$primary->installed_command('psql'), '-XAtq',
+		'-v', 'ON_ERROR_STOP=1',
+		'-d', $primary->connstr('postgres'), @args);
+	return IPC::Run::start(
+		\@cmd, '>', "$dir/$name.out", '2>', "$dir/$name.err",
+		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+}
+
+my @runs;
+push @runs, start_psql("insert_$_", '-c', "CALL generate($_)") for 1 .. $inserters;
+# Streams through a cursor, so IDs reach the client while they are made.
+push @runs,
+  start_psql("stream_$_", '-v', 'FETCH_COUNT=1000', '-c',
+	'SELECT snowflake_nextval() FROM (SELECT generate_series(1, 1000000000)) AS g')
+  for 1 .. $streamers;
+
+ok( $primary->poll_query_until(
+		'postgres', qq{
+SELECT count(DISTINCT session) = $inserters + 1 AND count(*) >= 20000 FROM ids}),
+	'the sessions commit rows on the primary');
+my $deadline = time() + 60;
+sleep 0.1
+  while time() < $deadline
+  && grep { !-s "$dir/stream_$_.out" } 1 .. $streamers;
+ok(!grep({ !-s "$dir/stream_$_.out" } 1 .. $streamers),
+	'the clients receive streamed IDs');
+sleep 1;
+cmp_ok($primary->safe_psql('postgres', 'SELECT reservations FROM snowflake_status()'),
+	'>', 0, 'the primary wrote reservations');
+
+# The standby stops receiving WAL, and the load goes on for 3 s, longer
+# than the reservation runs ahead (1 s): each reservation record written now
+# can be confirmed by no standby, so no ID beyond the last confirmed one may
+# reach a client.
+$standby->append_conf('postgresql.conf', "primary_conninfo = ''\n");
+$standby->reload;
+ok( $primary->poll_query_until(
+		'postgres', 'SELECT count(*) = 0 FROM pg_stat_replication'),
+	'the standby no longer receives WAL');
+my @sizes = map { -s "$dir/stream_$_.out" } 1 .. $streamers;
+sleep 2;
+my @at_2s = map { -s "$dir/stream_$_.out" } 1 .. $streamers;
+sleep 1;
+my @at_3s = map { -s "$dir/stream_$_.out" } 1 .. $streamers;
+note 'streamed while the standby was cut off: '
+  . join(', ', map { $at_3s[$_] - $sizes[$_] } 0 .. $streamers - 1)
+  . ' bytes';
+is("@at_3s", "@at_2s",
+	'without the standby, the streams stall once the confirmed reservation is used up');
+
+$primary->stop('immediate');
+for my $r (@runs)
+{
+	ok(!$r->finish, 'a generating psql ended with the primary');
+}
+$standby->promote;
+ok($standby->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'),
+	'the standby is promoted');
+
+# IDs the clients saw from the primary, in order (whole lines only).
+my ($streamed, $max_streamed) = (0, 0);
+for my $s (1 .. $streamers)
+{
+	my ($count, $decreases, $prev) = (0, 0, 0);
+	open my $in, '<', "$dir/stream_$s.out" or die "could not read stream $s: $!";
+	while (my $line = <$in>)
+	{
+		next unless $line =~ /^(\d+)\n\z/;
+		$decreases++ if $1 <= $prev;
+		$prev = $1;
+		$count++;
+	}
+	close $in;
+	is($decreases, 0, "stream $s saw strictly increasing IDs ($count)");
+	$streamed += $count;
+	$max_streamed = $prev if $prev > $max_streamed;
+}
+
+# --- the promoted standby generates -------------------------------------------------
+my $log_offset = -s $standby->logfile;
+my $max_replicated = $standby->safe_psql('postgres', 'SELECT max(id) FROM ids');
+my $reserved = $standby->safe_psql('postgres',
+	'SELECT (extract(epoch FROM reserved_until) * 1000)::bigint FROM snowflake_status()');
+my $max_seen_ms = $standby->safe_psql('postgres',
+	'SELECT (extract(epoch FROM (snowflake_decode(greatest('
+	  . "$max_replicated, $max_streamed))).ts) * 1000)::bigint");
+cmp_ok($reserved, '>=', $max_seen_ms,
+	'the promoted standby holds a reservation covering every ID seen');
+
+my $started = time();
+$standby->psql(
+	'postgres', q{
+CREATE TABLE after_promotion AS
+  SELECT snowflake_nextval() AS id, clock_timestamp() AS c
+    FROM generate_series(1, 1000)},
+	stderr => \$stderr,
+	on_error_die => 1);
+my $elapsed = time() - $started;
+my ($gap) = $stderr =~ /WARNING:  system clock is (\d+) ms behind the snowflake reservation/;
+my $expected_gap = $reserved - int($started * 1000 - 10_000);
+ok( defined $gap && abs($gap - $expected_gap) <= 1000,
+	"the first generation is warned about the gap ($expected_gap ms expected)")
+  or diag "stderr: $stderr";
+cmp_ok($gap // 0, '<=', $standby_drift_ms, 'the gap is within max_drift');
+ok($elapsed < 5, sprintf('and IDs come at once (%.2f s)', $elapsed));
+for my $s (1 .. 2)
+{
+	$standby->safe_psql(
+		'postgres', qq{
+INSERT INTO ids (session, n) SELECT 100 + $s, g FROM generate_series(1, 10000) AS g;
+INSERT INTO after_promotion
+  SELECT snowflake_nextval(), clock_timestamp() FROM generate_series(1, 1000)});
+}
+my @gaps = slurp_file($standby->logfile, $log_offset)
+  =~ /WARNING:  system clock is \d+ ms behind the snowflake reservation/g;
+is(scalar(@gaps), 1, 'the WARNING is logged once');
+
+my $min_new = $standby->safe_psql(
+	'postgres', q{
+SELECT least((SELECT min(id) FROM after_promotion),
+             (SELECT min(id) FROM ids WHERE session > 100))});
+cmp_ok($min_new, '>', $max_replicated,
+	'every new ID is above every row the standby received');
+cmp_ok($min_new, '>', $max_streamed,
+	'every new ID is above every ID the clients saw from the primary');
+is( $standby->safe_psql(
+		'postgres', qq{
+SELECT count(*) FROM after_promotion, snowflake_decode(id) AS d
+ WHERE d.ts - c >= interval '$standby_drift_ms ms' + interval '1 ms'}),
+	'0',
+	'no new ID runs more than max_drift ahead of the standby clock');
+
+# The old primary, started alone, shows what it committed locally, including
+# commits whose confirmation from the standby it never received.
+$primary->append_conf('postgresql.conf', "synchronous_standby_names = ''\n");
+$primary->start;
+my ($max_primary, $primary_rows) = split /\|/,
+  $primary->safe_psql('postgres', 'SELECT max(id), count(*) FROM ids');
+note "the old primary committed $primary_rows rows; $streamed IDs were streamed";
+cmp_ok($min_new, '>', $max_primary,
+	'every new ID is above every row the old primary committed');
+$primary->stop;
+
+$standby->stop;
+done_testing();
