@@ -11,6 +11,7 @@ packages=(
 	libipc-run-perl           # PostgreSQL::Test::Cluster for TAP tests
 	libgtest-dev              # the C++ unit tests
 	faketime                  # libfaketime, for clock-fault TAP tests
+	postgresql-15-pglogical   # two-node multi-primary TAP tests (012, 014)
 )
 
 missing=()

@@ -69,7 +69,7 @@ InstanceIdText(SharedState *state)
 	return DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(&state->instance_id)));
 }
 
-/* Upserts this instance's row, adding one beat. */
+/* Rewrites this instance's row, adding one beat. */
 void
 Heartbeat(SharedState *state, const char *schema)
 {
@@ -90,13 +90,18 @@ Heartbeat(SharedState *state, const char *schema)
 	values[6] = CStringGetTextDatum(DataDir);
 	values[7] = TimestampTzGetDatum(UnixMsToTimestampTz(state->started_unix_ms));
 
+	/*
+	 * Delete and insert, not update: replication applies an INSERT even on
+	 * a peer that missed the row (say, it was written before the peer
+	 * subscribed), where an UPDATE would be skipped as a conflict forever.
+	 */
 	char	   *sql = psprintf(
-		"INSERT INTO %s.snowflake_nodes AS n (node_id, instance_id, system_identifier, "
+		"WITH previous AS (DELETE FROM %1$s.snowflake_nodes "
+		"WHERE node_id = $1 AND instance_id = $2::uuid RETURNING beats) "
+		"INSERT INTO %1$s.snowflake_nodes (node_id, instance_id, system_identifier, "
 		"timeline, host, port, data_directory, started_at, last_seen, beats) "
-		"VALUES ($1, $2::uuid, $3, $4, $5, $6, $7, $8, now(), 1) "
-		"ON CONFLICT (node_id, instance_id) DO UPDATE "
-		"SET last_seen = excluded.last_seen, timeline = excluded.timeline, "
-		"beats = n.beats + 1", schema);
+		"VALUES ($1, $2::uuid, $3, $4, $5, $6, $7, $8, now(), "
+		"coalesce((SELECT max(beats) FROM previous), 0) + 1)", schema);
 
 	if (SPI_execute_with_args(sql, 8, types, values, nullptr, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not record this instance in snowflake_nodes");

@@ -8,7 +8,7 @@
  *
  * Registry: the table snowflake_nodes in snowflake.database, which the
  * multi-primary replication must carry.  The "snowflake registry"
- * background worker upserts this instance's row every
+ * background worker rewrites this instance's row every
  * snowflake.registry_interval, adding one to its heartbeat count, and reads
  * the rows of other instances with the same node_id.  An instance whose
  * count grew within the last three intervals is running: a collision (so

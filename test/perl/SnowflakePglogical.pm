@@ -1,0 +1,292 @@
+# SnowflakePglogical: a two-node bidirectional pglogical cluster for TAP
+# tests, set up the way docs/multi-primary.md describes.
+#
+#   my ($node1, $node2) = SnowflakePglogical::create_pair();
+#   SnowflakePglogical::run_on_both([ $node1, $node2 ], 'CREATE TABLE ...');
+#   SnowflakePglogical::connect_pair([ $node1, $node2 ], qw(items lines));
+#   ... inserts on both ...
+#   SnowflakePglogical::wait_caught_up([ $node1, $node2 ]);
+#   is(SnowflakePglogical::conflicts($node1), 0, ...);
+#
+# Node N is named "nodeN", runs with snowflake.node_id = N, and replicates
+# its database "app" to the other node: a pglogical node "nodeN", the
+# default replication set, and a subscription "from_nodeM" to the other
+# node, with forward_origins '{}' so that nothing loops.  Everything runs
+# on Unix sockets.
+#
+# One step differs from the guide: snowflake.database is set to "app" only
+# once the subscriptions replicate, followed by a restart (see
+# register_nodes()).
+#
+# pglogical applies rows in a session with session_replication_role =
+# replica, and resolves a conflict (a remote INSERT whose key exists, a
+# remote UPDATE or DELETE whose row does not) by its
+# pglogical.conflict_resolution, logging it at pglogical.conflict_log_level
+# (LOG by default) as "CONFLICT: remote INSERT on relation ... (local index
+# ...). Resolution: ...".  conflicts() counts those lines; the nodes log
+# them at WARNING here so that they stand out.
+package SnowflakePglogical;
+
+use strict;
+use warnings;
+use Cwd ();
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes ();
+
+# The replicated database.
+our $db = 'app';
+
+# How long to wait for replication to connect or catch up (seconds).
+our $timeout = $PostgreSQL::Test::Utils::timeout_default;
+
+# How pglogical reports a conflict it resolved, or one it could not.
+our $conflict_pattern =
+  qr/CONFLICT: remote \w+ on relation|cannot apply conflicting row/;
+
+# Creates, configures and starts node $number (snowflake.node_id $number)
+# with database "app" holding both extensions.  %opts: conf => extra lines
+# for postgresql.conf.
+sub create_node
+{
+	my ($number, %opts) = @_;
+	my $node = PostgreSQL::Test::Cluster->new("node$number");
+	$node->init;
+	$node->append_conf(
+		'postgresql.conf', qq(
+wal_level = logical
+max_replication_slots = 10
+max_wal_senders = 10
+max_worker_processes = 16
+max_connections = 40
+shared_preload_libraries = 'pglogical,snowflake'
+track_commit_timestamp = on
+output_plugin_libraries = 'pgoutput, test_decoding, pglogical_output'
+pglogical.conflict_log_level = warning
+snowflake.node_id = $number
+snowflake.registry_interval = 500
+timezone = 'UTC'
+restart_after_crash = on
+) . ($opts{conf} // ''));
+	$node->start;
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+	$node->safe_psql($db,
+		'CREATE EXTENSION snowflake; CREATE EXTENSION pglogical;');
+	return $node;
+}
+
+# Nodes 1 and 2, not yet connected.
+sub create_pair
+{
+	my (%opts) = @_;
+	return (create_node(1, %opts), create_node(2, %opts));
+}
+
+# Runs $sql in "app" on every node (pglogical does not replicate DDL).
+sub run_on_both
+{
+	my ($nodes, $sql) = @_;
+	$_->safe_psql($db, $sql) for @$nodes;
+	return;
+}
+
+# The DSN by which the other node reaches $node.
+sub dsn
+{
+	my ($node) = @_;
+	return sprintf('host=%s port=%d dbname=%s', $node->host, $node->port, $db);
+}
+
+sub node_name
+{
+	my ($node) = @_;
+	return $node->name;
+}
+
+# The number N of node "nodeN", its snowflake.node_id unless changed.
+sub node_number
+{
+	my ($node) = @_;
+	my ($number) = $node->name =~ /(\d+)$/;
+	return $number;
+}
+
+# Makes each node a pglogical node publishing @tables in the default
+# replication set, subscribes each node to the other, and waits until both
+# subscriptions replicate.  Steps 3 and 4 of docs/multi-primary.md.
+sub connect_pair
+{
+	my ($nodes, @tables) = @_;
+	for my $node (@$nodes)
+	{
+		my $name = node_name($node);
+		my $dsn = dsn($node);
+		$node->safe_psql($db,
+			"SELECT pglogical.create_node(node_name := '$name', dsn := '$dsn')");
+		$node->safe_psql($db,
+			"SELECT pglogical.replication_set_add_table('default', '$_')")
+		  for @tables;
+	}
+	my ($first, $second) = @$nodes;
+	for my $pair ([ $first, $second ], [ $second, $first ])
+	{
+		my ($subscriber, $provider) = @$pair;
+		my $sub = 'from_' . node_name($provider);
+		my $dsn = dsn($provider);
+		$subscriber->safe_psql(
+			$db, qq{
+SELECT pglogical.create_subscription(
+    subscription_name := '$sub',
+    provider_dsn := '$dsn',
+    forward_origins := '{}',
+    synchronize_data := false)});
+	}
+	wait_replicating($_) for @$nodes;
+	register_nodes($nodes);
+	return;
+}
+
+# Points snowflake.database at "app" and restarts the nodes (both stopped,
+# then both started: an apply worker that failed to connect is retried
+# within seconds by a manager that just started), so that each
+# server's run registers itself in snowflake_nodes only now that the
+# subscriptions exist.  The registry inserts an instance's row once, at its
+# first heartbeat, and updates it from then on; a row inserted before the
+# other node subscribed never reaches it, and pglogical then skips every
+# later heartbeat of that row there as a conflict ("remote UPDATE ...
+# (tuple not found)"), so that node cannot see the instance.
+sub register_nodes
+{
+	my ($nodes) = @_;
+	$_->stop for @$nodes;
+	$_->append_conf('postgresql.conf', "snowflake.database = '$db'\n")
+	  for @$nodes;
+	$_->start for @$nodes;
+	wait_replicating($_) for @$nodes;
+	# Each instance's first heartbeat has reached the other node.
+	for my $node (@$nodes)
+	{
+		my $instance = $node->safe_psql($db,
+			'SELECT instance_id FROM snowflake_status()');
+		$_->poll_query_until($db,
+			"SELECT count(*) = 1 FROM snowflake_nodes WHERE instance_id = '$instance'")
+		  or die node_name($_) . " did not receive the heartbeats of $instance"
+		  for @$nodes;
+	}
+	return;
+}
+
+# Waits until every subscription of $node is "replicating".
+#
+# pglogical's manager restarts an apply worker that exited with an error
+# (say, because the provider restarted or crashed) only when it wakes up,
+# and while it has nothing to do its sleep doubles up to 3 minutes.  A
+# subscription still down after $nudge_after seconds is therefore disabled
+# and enabled, which wakes the manager, as an operator would.
+our $nudge_after = 10;
+
+sub wait_replicating
+{
+	my ($node) = @_;
+	my $name = node_name($node);
+	my $status_sql =
+	  q{SELECT subscription_name, status FROM pglogical.show_subscription_status()
+	    ORDER BY 1};
+	my $start = time;
+	my $nudged = 0;
+	while (time - $start < $timeout)
+	{
+		my @down = grep { !/\|replicating$/ } split /\n/,
+		  $node->safe_psql($db, $status_sql);
+		return 1 unless @down;
+		if (!$nudged && time - $start >= $nudge_after)
+		{
+			for my $row (@down)
+			{
+				my ($sub) = split /\|/, $row;
+				diag("$name: subscription $row after $nudge_after s; "
+					  . 'disabling and enabling it');
+				$node->safe_psql($db,
+					"SELECT pglogical.alter_subscription_disable('$sub', true)");
+				$node->safe_psql($db,
+					"SELECT pglogical.alter_subscription_enable('$sub', true)");
+			}
+			$nudged = 1;
+		}
+		Time::HiRes::usleep(200_000);
+	}
+	die "the subscriptions of $name do not replicate: "
+	  . $node->safe_psql($db, $status_sql);
+}
+
+# Waits until each node's subscriber has confirmed everything the node had
+# written when the wait began: both subscriptions replicate, then
+# pglogical.wait_slot_confirm_lsn(NULL, NULL) on each node as provider.
+sub wait_caught_up
+{
+	my ($nodes) = @_;
+	wait_replicating($_) for @$nodes;
+	my $ms = $timeout * 1000;
+	$_->safe_psql($db,
+		"SET statement_timeout = $ms; SELECT pglogical.wait_slot_confirm_lsn(NULL, NULL)"
+	) for @$nodes;
+	return;
+}
+
+# The conflicts pglogical reported in $node's log from byte $offset on.
+sub conflict_lines
+{
+	my ($node, $offset) = @_;
+	my $log = slurp_file($node->logfile, $offset // 0);
+	return grep { /$conflict_pattern/ } split /\n/, $log;
+}
+
+# How many conflicts pglogical reported in $node's log from byte $offset on.
+sub conflicts
+{
+	my ($node, $offset) = @_;
+	my @lines = conflict_lines($node, $offset);
+	diag(node_name($node) . ": $_") for @lines[ 0 .. ($#lines < 4 ? $#lines : 4) ];
+	return scalar @lines;
+}
+
+# A digest of a table's rows: count, sum of ids, and md5 of all rows
+# ordered by id (each row as text).  Equal on two nodes: same data.
+# $dbname defaults to "app".
+sub digest
+{
+	my ($node, $table, $dbname) = @_;
+	return $node->safe_psql(
+		$dbname // $db, qq{
+SELECT count(*), coalesce(sum(id), 0),
+       md5(coalesce(string_agg(t::text, ',' ORDER BY id), ''))
+  FROM $table AS t});
+}
+
+# Kills $node's postmaster with SIGKILL and waits until every process of
+# the server has exited (they notice the postmaster's death by themselves)
+# and the postmaster is reaped, so that the server can start again: a
+# postmaster refuses to start while the PID in postmaster.pid exists, as a
+# zombie too.  The server's processes are those whose working directory is
+# the data directory.
+sub kill9_and_wait
+{
+	my ($node) = @_;
+	my $data_dir = Cwd::abs_path($node->data_dir);
+	my ($postmaster) = split /\n/, slurp_file("$data_dir/postmaster.pid");
+	$node->kill9;
+	my $deadline = time + $timeout;
+	while (time < $deadline)
+	{
+		my @left = grep {
+			my $cwd = readlink "/proc/$_/cwd";
+			defined $cwd && $cwd eq $data_dir
+		} map { m{/proc/(\d+)$} ? $1 : () } glob '/proc/[0-9]*';
+		return 1 unless @left || -e "/proc/$postmaster";
+		Time::HiRes::usleep(100_000);
+	}
+	die node_name($node) . ": processes still running after SIGKILL of the postmaster";
+}
+
+1;
