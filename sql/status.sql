@@ -53,6 +53,14 @@ SELECT s.reserved_until >= (SELECT max(w.last_timestamp) FROM snowflake_workers 
            AS covers_issued
   FROM snowflake_status() AS s;
 
+-- The background worker, not the sessions, keeps the reservation ahead:
+-- three seconds after the last ID (which lay up to max_drift ahead, with
+-- reserve_ahead reserved beyond it), it still lies ahead of the clock, so
+-- the next session need not stop to extend it.
+SELECT pg_sleep(3);
+SELECT reserved_until > clock_timestamp() AS kept_ahead_by_the_worker
+  FROM snowflake_status();
+
 -- This instance heartbeats in snowflake_nodes (snowflake.database is the
 -- regression database here) and finds no other instance with its node id.
 DO $$

@@ -1,9 +1,12 @@
 -- Objects bench/run.sh creates in the throwaway "bench" database of each
--- cluster.  Every timing here is taken inside the server: clock_timestamp()
--- just before and just after EXECUTE of one statement, so neither psql,
--- the socket nor the output of a result set is part of it.
+-- cluster, after the snowflake functions themselves (CREATE EXTENSION on
+-- clusters A and B; on cluster C, the base commit's install script, run by
+-- hand against the renamed library).  Every timing here is taken inside the
+-- server: clock_timestamp() just before and just after EXECUTE of one
+-- statement, so neither psql, the socket nor the output of a result set is
+-- part of it.  Nothing here needs more than the first release's
+-- snowflake_status() columns, so it loads on cluster C too.
 
-CREATE EXTENSION snowflake;
 CREATE SEQUENCE bench_seq;
 
 -- The cost floor of any C function: returns a constant int8 (bench/noop/).
@@ -141,5 +144,83 @@ BEGIN
         waits := NULL;
         drift_after := NULL;
         RETURN NEXT;
+    END LOOP;
+END $$;
+
+-- Part 5, paced: n IDs of "expr" in statements of "batch" IDs with a
+-- pg_sleep of pause_s between them, all in one transaction, so that the
+-- IDs are spread over seconds instead of issued at full speed.  Returns
+-- the seconds it took.
+CREATE FUNCTION bench_paced(expr text, n bigint, batch bigint, pause_s float8)
+RETURNS float8
+LANGUAGE plpgsql AS $$
+DECLARE
+    t0 timestamptz := clock_timestamp();
+BEGIN
+    IF n % batch <> 0 THEN
+        RAISE EXCEPTION 'n must be a multiple of batch';
+    END IF;
+    FOR i IN 1..n / batch LOOP
+        IF i > 1 THEN
+            PERFORM pg_sleep(pause_s);
+        END IF;
+        PERFORM bench_ms(bench_query(expr, batch));
+    END LOOP;
+    RETURN extract(epoch FROM clock_timestamp() - t0);
+END $$;
+
+-- Part 6: one round of the before/after comparison on one cluster, in a
+-- fresh session right after a server restart: waits for the drift headroom
+-- the round needs, runs a warm-up statement (it claims the worker slot,
+-- checks the layout and, on the new code, makes the first reservation),
+-- then "reps" times the part 1 baseline followed by the same statement with
+-- snowflake_nextval().  A last row counts the clock waits of the round.
+-- The warning a restart of the new code may log (the clock behind the
+-- reservation it resumes from) is expected here and kept out of the output.
+CREATE FUNCTION bench_pair(n bigint, reps int)
+RETURNS TABLE (rep int, expr text, ms float8)
+LANGUAGE plpgsql SET client_min_messages = error AS $$
+DECLARE
+    w0 bigint;
+BEGIN
+    PERFORM bench_wait_for_headroom(n * reps + 400000);
+    w0 := bench_overflow_waits();
+    PERFORM bench_ms(bench_query('snowflake_nextval()', 400000));
+    FOR r IN 1..reps LOOP
+        rep := r;
+        FOREACH expr IN ARRAY ARRAY['1', 'snowflake_nextval()'] LOOP
+            ms := bench_ms(bench_query(expr, n));
+            RETURN NEXT;
+        END LOOP;
+    END LOOP;
+    rep := 0;
+    expr := 'overflow_waits';
+    ms := bench_overflow_waits() - w0;
+    RETURN NEXT;
+END $$;
+
+-- Part 6: the time of single snowflake_nextval() calls, each after a pause
+-- of one of "idles" seconds in which this server issued no ID (the pauses
+-- alternate).  Timed around the call alone (a PL/pgSQL expression with a
+-- cached plan), in microseconds.
+CREATE FUNCTION bench_after_idle(idles float8[], samples int)
+RETURNS TABLE (sample int, idle_s float8, us float8)
+LANGUAGE plpgsql AS $$
+DECLARE
+    t0 timestamptz;
+    t1 timestamptz;
+    id bigint;
+BEGIN
+    id := snowflake_nextval();
+    FOR s IN 1..samples LOOP
+        FOREACH idle_s IN ARRAY idles LOOP
+            PERFORM pg_sleep(idle_s);
+            t0 := clock_timestamp();
+            id := snowflake_nextval();
+            t1 := clock_timestamp();
+            sample := s;
+            us := extract(epoch FROM t1 - t0) * 1e6;
+            RETURN NEXT;
+        END LOOP;
     END LOOP;
 END $$;

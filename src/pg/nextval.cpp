@@ -208,7 +208,9 @@ NextId(void)
 				WaitForClock(result + epoch_ms);
 				break;
 			case snowflake::Outcome::kReserve:
-				ExtendReservation(state, result);
+				ExtendReservation(state, result,
+								  Max(result, NowUnixMs() - epoch_ms) +
+								  g_settings.reserve_ahead_ms);
 				break;
 			case snowflake::Outcome::kExhausted:
 				ReportExhausted();

@@ -187,16 +187,17 @@ WaitForSynchronousStandbys(XLogRecPtr lsn)
 }
 
 void
-ExtendReservation(SharedState *state, int64 needed)
+ExtendReservation(SharedState *state, int64 needed, int64 wanted)
 {
 	int64		until;
 	XLogRecPtr	lsn;
 
+	Assert(wanted >= needed);
 	LWLockAcquire(state->reservation_lock, LW_EXCLUSIVE);
 	FixFloorLocked(state);
 	if (state->durable_until < needed)
 	{
-		int64		target = Max(needed, NowTimestamp()) + g_settings.reserve_ahead_ms;
+		int64		target = wanted;
 
 		state->durable_lsn = LogReservation(ToUnixMs(target));
 		WriteReservationFile(ToUnixMs(target));

@@ -37,11 +37,11 @@ ReservedUntil(SharedState *state)
 
 /*
  * Makes timestamps up to at least "needed" (ms since the layout's epoch)
- * durable, reserving snowflake.reserve_ahead beyond.  Writes and flushes a
- * WAL record, waits for synchronous standbys if there are any, and writes
- * the file.  Not during recovery.
+ * durable; if that takes a new record, it reserves up to "wanted" (not
+ * below "needed").  Writes and flushes a WAL record, waits for synchronous
+ * standbys if there are any, and writes the file.  Not during recovery.
  */
-void		ExtendReservation(SharedState *state, int64 needed);
+void		ExtendReservation(SharedState *state, int64 needed, int64 wanted);
 
 /*
  * The lowest timestamp any slot may issue in this run of the server: one

@@ -17,16 +17,40 @@ PGDLLEXPORT void snowflake_reservation_main(Datum arg);
 
 static constexpr long kTickMs = 50;
 
+/* After the last new ID, how long the reservation keeps ahead of the clock. */
+static constexpr int64 kActiveWindowUs = 10 * INT64CONST(1000000);
+
 /* Backward steps smaller than this are clock noise, not steps. */
 static constexpr int64 kStepThresholdUs = 1000;
 
+/*
+ * Keeps the reservation between half and all of reserve_ahead past the
+ * newest ID, so generating sessions do not stop to extend it; and, while
+ * IDs were issued within the last kActiveWindowUs, past the clock too, so
+ * a session issuing IDs now and then does not stop either.  Writes nothing
+ * once generation has stopped for that long.
+ */
 static void
-KeepReservationAhead(SharedState *state)
+KeepReservationAhead(SharedState *state, int64 *newest_seen, int64 *active_until_us)
 {
 	int64		newest = NewestIssuedTimestamp(state);
+	int64		now_us = NowMonotonicUs();
+	int64		half = g_settings.reserve_ahead_ms / 2;
 
-	if (newest >= 0 && newest + g_settings.reserve_ahead_ms / 2 > ReservedUntil(state))
-		ExtendReservation(state, newest + 1);
+	if (newest < 0)
+		return;
+	if (newest != *newest_seen)
+	{
+		*newest_seen = newest;
+		*active_until_us = now_us + kActiveWindowUs;
+	}
+
+	int64		front = newest;
+
+	if (now_us < *active_until_us)
+		front = Max(front, NowUnixMs() - g_settings.layout.epoch_ms);
+	if (front + half > ReservedUntil(state))
+		ExtendReservation(state, front + half + 1, front + g_settings.reserve_ahead_ms);
 }
 
 /*
@@ -65,6 +89,8 @@ snowflake_reservation_main(Datum arg)
 
 	SharedState *state = RequireSharedState();
 	int64		previous_offset_us = NowUnixUs() - NowMonotonicUs();
+	int64		newest_seen = -1;
+	int64		active_until_us = 0;
 
 	for (;;)
 	{
@@ -78,7 +104,7 @@ snowflake_reservation_main(Datum arg)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 		ObserveClockSteps(state, &previous_offset_us);
-		KeepReservationAhead(state);
+		KeepReservationAhead(state, &newest_seen, &active_until_us);
 	}
 }
 

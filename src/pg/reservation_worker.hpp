@@ -4,8 +4,9 @@
  *
  * Every kTickMs it
  *	- keeps the reservation snowflake.reserve_ahead past the newest ID any
- *	  slot issued, so generating sessions rarely extend it themselves, and
- *	  writes nothing while no IDs are issued;
+ *	  slot issued (and past the clock while IDs were issued in the last
+ *	  10 s), so generating sessions rarely extend it themselves, and writes
+ *	  nothing once no IDs are issued;
  *	- compares the wall clock with the monotonic clock, and counts each
  *	  backward step of the wall clock of 1 ms or more in snowflake_status().
  *
