@@ -14,9 +14,7 @@
 #include "postgres_headers.hpp"
 
 #include "layout_file.hpp"
-#include "node_registry.hpp"
 #include "reservation_wal.hpp"
-#include "reservation_worker.hpp"
 #include "settings.hpp"
 #include "shared_state.hpp"
 
@@ -31,6 +29,26 @@ PG_MODULE_MAGIC;
 PGDLLEXPORT void _PG_init(void);
 }
 
+/*
+ * Registers one of the extension's background workers.  Both run on
+ * primaries only (from the end of recovery) and come back after a failure.
+ */
+static void
+RegisterWorker(const char *name, const char *function, int restart_seconds)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = restart_seconds;
+	strlcpy(worker.bgw_library_name, "snowflake", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, function, BGW_MAXLEN);
+	strlcpy(worker.bgw_name, name, BGW_MAXLEN);
+	strlcpy(worker.bgw_type, name, BGW_MAXLEN);
+	RegisterBackgroundWorker(&worker);
+}
+
 void
 _PG_init(void)
 {
@@ -39,7 +57,7 @@ _PG_init(void)
 	DefineSettings();
 	CheckLayoutOfDataDirectory();
 	RegisterReservationRmgr();
-	RegisterReservationWorker();
-	RegisterNodeRegistryWorker();
+	RegisterWorker("snowflake reservation", "snowflake_reservation_main", 1);
+	RegisterWorker("snowflake registry", "snowflake_registry_main", 10);
 	InstallSharedStateHooks();
 }

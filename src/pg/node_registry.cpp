@@ -16,10 +16,6 @@
 #include "settings.hpp"
 #include "timestamps.hpp"
 
-extern "C"
-{
-PGDLLEXPORT void snowflake_registry_main(Datum arg);
-}
 
 namespace {
 
@@ -308,20 +304,4 @@ snowflake_registry_main(Datum arg)
 		MemoryContextSwitchTo(previous);
 		MemoryContextReset(round_context);
 	}
-}
-
-void
-RegisterNodeRegistryWorker(void)
-{
-	BackgroundWorker worker;
-
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = 10;
-	strlcpy(worker.bgw_library_name, "snowflake", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, "snowflake_registry_main", BGW_MAXLEN);
-	strlcpy(worker.bgw_name, "snowflake registry", BGW_MAXLEN);
-	strlcpy(worker.bgw_type, "snowflake registry", BGW_MAXLEN);
-	RegisterBackgroundWorker(&worker);
 }

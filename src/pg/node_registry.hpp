@@ -28,8 +28,8 @@
 /* A fresh random (version 4) UUID for this instance. */
 void		NewInstanceId(pg_uuid_t *id);
 
-/* Registers the worker; _PG_init, while preloading. */
-void		RegisterNodeRegistryWorker(void);
+/* The registry worker's entry point, registered by _PG_init. */
+extern "C" PGDLLEXPORT void snowflake_registry_main(Datum arg);
 
 /* ERROR explaining that a node-id collision stopped generation. */
 [[noreturn]] void ReportGenerationBlocked(SharedState *state);

@@ -10,10 +10,6 @@
 #include "reservation_worker.hpp"
 #include "settings.hpp"
 
-extern "C"
-{
-PGDLLEXPORT void snowflake_reservation_main(Datum arg);
-}
 
 static constexpr long kTickMs = 50;
 
@@ -106,20 +102,4 @@ snowflake_reservation_main(Datum arg)
 		ObserveClockSteps(state, &previous_offset_us);
 		KeepReservationAhead(state, &newest_seen, &active_until_us);
 	}
-}
-
-void
-RegisterReservationWorker(void)
-{
-	BackgroundWorker worker;
-
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = 1;
-	strlcpy(worker.bgw_library_name, "snowflake", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, "snowflake_reservation_main", BGW_MAXLEN);
-	strlcpy(worker.bgw_name, "snowflake reservation", BGW_MAXLEN);
-	strlcpy(worker.bgw_type, "snowflake reservation", BGW_MAXLEN);
-	RegisterBackgroundWorker(&worker);
 }

@@ -15,7 +15,9 @@
 #ifndef SNOWFLAKE_PG_RESERVATION_WORKER_HPP
 #define SNOWFLAKE_PG_RESERVATION_WORKER_HPP
 
-/* Registers the worker; _PG_init, while preloading. */
-void		RegisterReservationWorker(void);
+#include "postgres_headers.hpp"
+
+/* The worker's entry point, registered by _PG_init. */
+extern "C" PGDLLEXPORT void snowflake_reservation_main(Datum arg);
 
 #endif							/* SNOWFLAKE_PG_RESERVATION_WORKER_HPP */
