@@ -62,12 +62,6 @@ RefuseOutsidePrimaryLeader(void)
  * unique and, per session, increasing even when a session releases one slot
  * and claims another.
  */
-static int64
-NowTimestamp(void)
-{
-	return NowUnixMs() - g_settings.layout.epoch_ms;
-}
-
 /*
  * Logs, once per server start, that the clock is behind the reservation the
  * server resumed from: IDs then run ahead of the clock, or wait for it.
@@ -198,7 +192,7 @@ NextId(void)
 
 	for (;;)
 	{
-		switch (generator.Next(NowUnixMs() - epoch_ms, ReservedUntil(state), &result))
+		switch (generator.Next(NowTimestamp(), ReservedUntil(state), &result))
 		{
 			case snowflake::Outcome::kIssued:
 				pg_atomic_write_u64(&slot->last_id, static_cast<uint64>(result));
@@ -209,7 +203,7 @@ NextId(void)
 				break;
 			case snowflake::Outcome::kReserve:
 				ExtendReservation(state, result,
-								  Max(result, NowUnixMs() - epoch_ms) +
+								  Max(result, NowTimestamp()) +
 								  g_settings.reserve_ahead_ms);
 				break;
 			case snowflake::Outcome::kExhausted:

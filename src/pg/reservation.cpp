@@ -32,12 +32,6 @@ ToUnixMs(int64 timestamp)
 	return timestamp + g_settings.layout.epoch_ms;
 }
 
-static int64
-NowTimestamp(void)
-{
-	return NowUnixMs() - g_settings.layout.epoch_ms;
-}
-
 static bool
 ReadReservationFile(int64 *unix_ms, int elevel)
 {

@@ -44,7 +44,7 @@ KeepReservationAhead(SharedState *state, int64 *newest_seen, int64 *active_until
 	int64		front = newest;
 
 	if (now_us < *active_until_us)
-		front = Max(front, NowUnixMs() - g_settings.layout.epoch_ms);
+		front = Max(front, NowTimestamp());
 	if (front + half > ReservedUntil(state))
 		ExtendReservation(state, front + half + 1, front + g_settings.reserve_ahead_ms);
 }

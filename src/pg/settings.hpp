@@ -9,6 +9,7 @@
 #define SNOWFLAKE_PG_SETTINGS_HPP
 
 #include "../core/layout.hpp"
+#include "clock.hpp"
 
 /* Upper bound of snowflake.max_drift (24 h); also bounds drift of older runs. */
 constexpr int kMaxDriftLimitMs = 86400000;
@@ -43,6 +44,13 @@ struct Settings
 };
 
 extern Settings g_settings;
+
+/* The wall clock in ms since the running layout's epoch. */
+inline int64_t
+NowTimestamp(void)
+{
+	return NowUnixMs() - g_settings.layout.epoch_ms;
+}
 
 /*
  * Defines the settings and refuses (FATAL) a combination that cannot work.

@@ -18,6 +18,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SnowflakeTest;
 use IPC::Run;
 use Time::HiRes qw(time sleep);
 use SnowflakeClock;
@@ -340,12 +341,7 @@ SELECT count(*) - count(DISTINCT id)
 	'0',
 	'no ID occurs twice among ' . (scalar(@probe_ids) + 0) . ' probed IDs and the rows');
 
-is( $node->safe_psql(
-		'postgres', q{
-SELECT count(*)
-  FROM (SELECT id, lag(id) OVER (PARTITION BY session ORDER BY n) AS prev
-          FROM ids) AS s
- WHERE id <= prev}),
+is(SnowflakeTest::out_of_order($node, 'ids'),
 	'0',
 	'within each session, IDs strictly increase in insertion order');
 my @sorted = sort { $a <=> $b } @probe_ids;

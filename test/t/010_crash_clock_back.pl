@@ -23,6 +23,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SnowflakeTest;
 use IPC::Run;
 use Time::HiRes qw(time sleep);
 use SnowflakeClock;
@@ -70,17 +71,9 @@ END $$;
 
 my $dir = PostgreSQL::Test::Utils::tempdir();
 
-# Starts one psql running $sql, output to files.
 sub start_psql
 {
-	my ($name, @args) = @_;
-	my @cmd = (
-		$node->installed_command('psql'), '-XAtq',
-		'-v', 'ON_ERROR_STOP=1',
-		'-d', $node->connstr('postgres'), @args);
-	return IPC::Run::start(
-		\@cmd, '>', "$dir/$name.out", '2>', "$dir/$name.err",
-		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+	return SnowflakeTest::start_psql($node, $dir, @_);
 }
 
 my @runs;
@@ -223,12 +216,7 @@ SELECT count(*) - count(DISTINCT id)
         UNION ALL SELECT } . $first . q{) AS s}),
 	'0',
 	'no ID occurs twice among the committed rows and the IDs the client saw');
-is( $node->safe_psql(
-		'postgres', q{
-SELECT count(*)
-  FROM (SELECT id, lag(id) OVER (PARTITION BY session ORDER BY n) AS prev
-          FROM ids) AS s
- WHERE id <= prev}),
+is(SnowflakeTest::out_of_order($node, 'ids'),
 	'0',
 	'within each session, committed IDs strictly increase');
 

@@ -22,6 +22,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SnowflakeTest;
 use IPC::Run;
 use Time::HiRes qw(time sleep);
 use SnowflakeClock;
@@ -122,14 +123,7 @@ my $dir = PostgreSQL::Test::Utils::tempdir();
 
 sub start_psql
 {
-	my ($name, @args) = @_;
-	my @cmd = (
-		$primary->installed_command('psql'), '-XAtq',
-		'-v', 'ON_ERROR_STOP=1',
-		'-d', $primary->connstr('postgres'), @args);
-	return IPC::Run::start(
-		\@cmd, '>', "$dir/$name.out", '2>', "$dir/$name.err",
-		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+	return SnowflakeTest::start_psql($primary, $dir, @_);
 }
 
 my @runs;
