@@ -22,7 +22,8 @@ OBJS = $(CORE_OBJS) \
 # upgraded one cannot differ.  Older install scripts are not shipped, except
 # the first release's, which the upgrade test starts from.
 FIRST_RELEASE = src/sql/snowflake--1.0.sql
-UPGRADE_CHAIN = src/sql/snowflake--1.0--1.1.sql src/sql/snowflake--1.1--1.2.sql
+UPGRADE_CHAIN = src/sql/snowflake--1.0--1.1.sql src/sql/snowflake--1.1--1.2.sql \
+	src/sql/snowflake--1.2--1.3.sql
 DATA_built = snowflake--$(EXTVERSION).sql
 DATA = $(FIRST_RELEASE) $(UPGRADE_CHAIN)
 EXTRA_CLEAN = test/unit/core_test $(OBJS:.o=.d)
