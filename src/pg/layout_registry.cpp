@@ -52,6 +52,22 @@ CurrentLocalTransactionId(void)
 #endif
 }
 
+/*
+ * Runs what follows under search_path = pg_catalog, pg_temp, so that no
+ * object another role created can take part in these statements, whoever
+ * calls them.  AtEOXact_GUC(true, level), or the transaction's abort,
+ * restores the caller's path.
+ */
+int
+PinSearchPath(void)
+{
+	int			level = NewGUCNestLevel();
+
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	return level;
+}
+
 /* The extension's table, schema-qualified through one of its functions. */
 char *
 LayoutTableName(Oid fn_oid)
@@ -150,9 +166,15 @@ LoadHistory(Oid fn_oid)
 	if (history_lxid == CurrentLocalTransactionId())
 		return;
 
+	/*
+	 * The epoch comes back as a timestamptz and is converted here: no
+	 * operator takes part, and the path is pinned, so the history this
+	 * decides on is the table's, whatever the caller's search_path holds.
+	 */
+	int			guc_level = PinSearchPath();
+
 	SPI_connect();
-	char	   *query = psprintf("SELECT DISTINCT ON (first_id) first_id, "
-								 "(extract(epoch FROM epoch) * 1000)::int8, "
+	char	   *query = psprintf("SELECT DISTINCT ON (first_id) first_id, epoch, "
 								 "node_bits, worker_bits, sequence_bits "
 								 "FROM %s ORDER BY first_id, recorded_at",
 								 LayoutTableName(fn_oid));
@@ -172,13 +194,15 @@ LoadHistory(Oid fn_oid)
 		HistoryEntry *entry = &history[row];
 
 		entry->first_id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
-		entry->layout.epoch_ms = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
+		entry->layout.epoch_ms = TimestampTzToUnixMs(
+			DatumGetTimestampTz(SPI_getbinval(tuple, desc, 2, &isnull)));
 		entry->layout.node_bits = DatumGetInt32(SPI_getbinval(tuple, desc, 3, &isnull));
 		entry->layout.worker_bits = DatumGetInt32(SPI_getbinval(tuple, desc, 4, &isnull));
 		entry->layout.sequence_bits = DatumGetInt32(SPI_getbinval(tuple, desc, 5, &isnull));
 	}
 	history_len = static_cast<int>(SPI_processed);
 	SPI_finish();
+	AtEOXact_GUC(true, guc_level);
 
 	standing = JudgeRunningLayout(state);
 	history_lxid = CurrentLocalTransactionId();
@@ -223,6 +247,9 @@ RecordRunningLayout(Oid fn_oid, int64 first_id)
 	SetUserIdAndSecContext(ExtensionOwner(fn_oid),
 						   saved_context | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
+
+	int			guc_level = PinSearchPath();
+
 	SPI_connect();
 	char	   *query = psprintf("INSERT INTO %s (first_id, epoch, node_bits, worker_bits, "
 								 "sequence_bits) VALUES ($1, $2, $3, $4, $5)",
@@ -231,6 +258,7 @@ RecordRunningLayout(Oid fn_oid, int64 first_id)
 	if (SPI_execute_with_args(query, 5, types, values, nullptr, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not record the snowflake layout");
 	SPI_finish();
+	AtEOXact_GUC(true, guc_level);
 	SetUserIdAndSecContext(saved_user, saved_context);
 
 	history[history_len].first_id = first_id;

@@ -42,27 +42,26 @@ int			peer_count = 0;
 
 /*
  * The schema of the extension in this database, quoted; NULL if the
- * extension, or its registry table (version 1.2 on), is absent.
+ * extension, or its registry table (version 1.2 on), is absent.  Only the
+ * lookup of the extension's schema is SQL; the rest reads the caches.
  */
 const char *
 ExtensionSchema(void)
 {
-	int			ret = SPI_execute("SELECT quote_ident(n.nspname) "
-								  "FROM pg_catalog.pg_extension AS e "
-								  "JOIN pg_catalog.pg_namespace AS n ON n.oid = e.extnamespace "
-								  "WHERE e.extname = 'snowflake' AND pg_catalog.to_regclass("
-								  "quote_ident(n.nspname) || '.snowflake_nodes') IS NOT NULL",
+	bool		isnull;
+	int			ret = SPI_execute("SELECT e.extnamespace FROM pg_catalog.pg_extension AS e "
+								  "WHERE e.extname OPERATOR(pg_catalog.=) 'snowflake'",
 								  true, 1);
 
 	if (ret != SPI_OK_SELECT || SPI_processed == 0)
 		return nullptr;
-	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-}
 
-const char *
-InstanceIdText(SharedState *state)
-{
-	return DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(&state->instance_id)));
+	Oid			schema = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+														SPI_tuptable->tupdesc, 1, &isnull));
+
+	if (isnull || !OidIsValid(get_relname_relid("snowflake_nodes", schema)))
+		return nullptr;
+	return quote_identifier(get_namespace_name(schema));
 }
 
 /* Rewrites this instance's row, adding one beat. */
@@ -70,7 +69,7 @@ void
 Heartbeat(SharedState *state, const char *schema)
 {
 	char		host[256];
-	Oid			types[8] = {INT4OID, TEXTOID, TEXTOID, INT4OID, TEXTOID, INT4OID,
+	Oid			types[8] = {INT4OID, UUIDOID, TEXTOID, INT4OID, TEXTOID, INT4OID,
 							TEXTOID, TIMESTAMPTZOID};
 	Datum		values[8];
 
@@ -78,7 +77,7 @@ Heartbeat(SharedState *state, const char *schema)
 		strlcpy(host, "unknown", sizeof(host));
 	host[sizeof(host) - 1] = '\0';
 	values[0] = Int32GetDatum(g_settings.node_id);
-	values[1] = CStringGetTextDatum(InstanceIdText(state));
+	values[1] = UUIDPGetDatum(&state->instance_id);
 	values[2] = CStringGetTextDatum(psprintf(UINT64_FORMAT, GetSystemIdentifier()));
 	values[3] = Int32GetDatum(static_cast<int32>(GetWALInsertionTimeLine()));
 	values[4] = CStringGetTextDatum(host);
@@ -90,14 +89,17 @@ Heartbeat(SharedState *state, const char *schema)
 	 * Delete and insert, not update: replication applies an INSERT even on
 	 * a peer that missed the row (say, it was written before the peer
 	 * subscribed), where an UPDATE would be skipped as a conflict forever.
+	 * Every function and operator is qualified (see RunRound).
 	 */
 	char	   *sql = psprintf(
 		"WITH previous AS (DELETE FROM %1$s.snowflake_nodes "
-		"WHERE node_id = $1 AND instance_id = $2::uuid RETURNING beats) "
+		"WHERE node_id OPERATOR(pg_catalog.=) $1 "
+		"AND instance_id OPERATOR(pg_catalog.=) $2 RETURNING beats) "
 		"INSERT INTO %1$s.snowflake_nodes (node_id, instance_id, system_identifier, "
 		"timeline, host, port, data_directory, started_at, last_seen, beats) "
-		"VALUES ($1, $2::uuid, $3, $4, $5, $6, $7, $8, now(), "
-		"coalesce((SELECT max(beats) FROM previous), 0) + 1)", schema);
+		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, pg_catalog.now(), "
+		"COALESCE((SELECT pg_catalog.max(beats) FROM previous), 0) "
+		"OPERATOR(pg_catalog.+) 1)", schema);
 
 	if (SPI_execute_with_args(sql, 8, types, values, nullptr, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not record this instance in snowflake_nodes");
@@ -119,12 +121,13 @@ FindPeer(const char *instance_id)
 char *
 FindRunningPeer(SharedState *state, const char *schema)
 {
-	Oid			types[2] = {INT4OID, TEXTOID};
+	Oid			types[2] = {INT4OID, UUIDOID};
 	Datum		values[2] = {Int32GetDatum(g_settings.node_id),
-							 CStringGetTextDatum(InstanceIdText(state))};
-	char	   *sql = psprintf("SELECT instance_id::text, beats, host, port, timeline, "
+							 UUIDPGetDatum(&state->instance_id)};
+	char	   *sql = psprintf("SELECT instance_id::pg_catalog.text, beats, host, port, timeline, "
 							   "system_identifier FROM %s.snowflake_nodes "
-							   "WHERE node_id = $1 AND instance_id <> $2::uuid",
+							   "WHERE node_id OPERATOR(pg_catalog.=) $1 "
+							   "AND instance_id OPERATOR(pg_catalog.<>) $2",
 							   schema);
 	int64		now_us = NowMonotonicUs();
 	int64		window_us = int64{kRunningWindowIntervals} * g_settings.registry_interval_ms * 1000;
@@ -182,7 +185,12 @@ FindRunningPeer(SharedState *state, const char *schema)
 	return running;
 }
 
-/* Publishes what this round found, and logs a collision once. */
+/*
+ * Publishes what this round found, and logs a collision once.  Whether a
+ * collision stops generation is each session's own decision, by its
+ * snowflake.on_node_collision, so a reload takes effect even when this
+ * worker cannot run.
+ */
 void
 PublishFinding(SharedState *state, const char *running_peer)
 {
@@ -194,8 +202,6 @@ PublishFinding(SharedState *state, const char *running_peer)
 			sizeof(state->collision_detail));
 	SpinLockRelease(&state->collision_mutex);
 	pg_atomic_write_u32(&state->node_collision, collision ? 1 : 0);
-	pg_atomic_write_u32(&state->generation_blocked,
-						collision && g_settings.on_node_collision == kCollisionError ? 1 : 0);
 
 	if (collision && !was)
 		ereport(WARNING,
@@ -210,7 +216,43 @@ PublishFinding(SharedState *state, const char *running_peer)
 						g_settings.node_id)));
 }
 
+/*
+ * Records why the registry cannot complete a round, or ("" for "problem")
+ * that it just did, and logs each change.  While it cannot, the last
+ * finding stands: a collision it saw keeps stopping generation under
+ * snowflake.on_node_collision = error, since nothing shows the peer gone.
+ */
 void
+SetRegistryProblem(SharedState *state, const char *problem)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	bool		changed;
+
+	SpinLockAcquire(&state->collision_mutex);
+	changed = strncmp(state->registry_problem, problem,
+					  sizeof(state->registry_problem) - 1) != 0;
+	strlcpy(state->registry_problem, problem, sizeof(state->registry_problem));
+	if (problem[0] == '\0')
+		state->registry_last_round = now;
+	SpinLockRelease(&state->collision_mutex);
+
+	if (!changed)
+		return;
+	if (problem[0] != '\0')
+		ereport(WARNING,
+				(errmsg("snowflake node registry cannot run: %s", problem),
+				 errdetail("Until it runs, node-id collisions with this node go undetected, "
+						   "and the last finding stands."),
+				 errhint("snowflake_status() shows the registry's state.")));
+	else
+		ereport(LOG, (errmsg("snowflake node registry completed a round")));
+}
+
+/*
+ * One round in its own transaction.  Returns false if the registry table
+ * does not exist in this database.
+ */
+bool
 RunRound(SharedState *state)
 {
 	SetCurrentStatementStartTimestamp();
@@ -230,6 +272,20 @@ RunRound(SharedState *state)
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	return schema != nullptr;
+}
+
+/*
+ * The worker runs as a superuser in a database that others may own, so its
+ * statements must not reach objects those others can create: the
+ * search_path is fixed (whatever ALTER DATABASE or ALTER ROLE set), and
+ * every function and operator in them is qualified, since an operator in a
+ * later schema that matches the argument types better would still win.
+ */
+void
+PinSearchPath(void)
+{
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
 }
 
 }							/* namespace */
@@ -267,10 +323,19 @@ snowflake_registry_main(Datum arg)
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnection(g_settings.registry_database, nullptr, 0);
-	pgstat_report_appname("snowflake registry");
 
 	SharedState *state = RequireSharedState();
+
+	/* An earlier worker of this run exited before it completed a round. */
+	if (pg_atomic_fetch_add_u32(&state->registry_starts, 1) > 0 &&
+		state->registry_last_round == 0)
+		SetRegistryProblem(state, psprintf("could not connect to database \"%s\" "
+										   "(snowflake.database); see the server log",
+										   g_settings.registry_database));
+	BackgroundWorkerInitializeConnection(g_settings.registry_database, nullptr, 0);
+	pgstat_report_appname("snowflake registry");
+	PinSearchPath();
+
 	MemoryContext round_context = AllocSetContextCreate(TopMemoryContext,
 														"snowflake registry round",
 														ALLOCSET_DEFAULT_SIZES);
@@ -291,14 +356,30 @@ snowflake_registry_main(Datum arg)
 
 		PG_TRY();
 		{
-			RunRound(state);
+			bool		ran = RunRound(state);
+
+			/* The transaction's end left TopMemoryContext current. */
+			MemoryContextSwitchTo(round_context);
+			if (ran)
+				SetRegistryProblem(state, "");
+			else
+				SetRegistryProblem(state,
+								   psprintf("database \"%s\" (snowflake.database) has no "
+											"snowflake_nodes table: the snowflake extension, "
+											"version 1.2 or later, is not installed there",
+											g_settings.registry_database));
 		}
 		PG_CATCH();
 		{
 			/* Log it and try again next round; the transaction is undone. */
+			MemoryContextSwitchTo(round_context);
+
+			ErrorData  *error = CopyErrorData();
+
 			EmitErrorReport();
 			FlushErrorState();
 			AbortCurrentTransaction();
+			SetRegistryProblem(state, error->message);
 		}
 		PG_END_TRY();
 		MemoryContextSwitchTo(previous);

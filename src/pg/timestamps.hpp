@@ -17,4 +17,15 @@ UnixMsToTimestampTz(int64 unix_ms)
 	return (unix_ms - kPostgresEpochUnixMs) * 1000;
 }
 
+/* The millisecond of "ts", rounded down. */
+inline int64
+TimestampTzToUnixMs(TimestampTz ts)
+{
+	int64		ms = ts / 1000;
+
+	if (ts % 1000 < 0)
+		ms--;
+	return ms + kPostgresEpochUnixMs;
+}
+
 #endif							/* SNOWFLAKE_PG_TIMESTAMPS_HPP */

@@ -1,0 +1,214 @@
+# Objects a non-superuser plants never run with the rights of the
+# extension: not in the registry worker (a superuser), not when a session
+# records a layout as the extension's owner, and not in a superuser's call
+# of snowflake_convert_column().
+#
+# The owner of the registry database (snowflake.database), not a superuser,
+# plants in its public schema functions, aggregates and operators that the
+# extension's statements would pick if they were unqualified or ran under
+# the caller's search_path: better matches for the argument types (which win
+# over pg_catalog's wherever the schema is on the path) and same-signature
+# copies (which win once the owner puts public before pg_catalog with ALTER
+# DATABASE ... SET search_path).  Each records its call and tries to make
+# the owner a superuser.  Then the registry runs many rounds, another role
+# and a superuser generate and decode IDs, a superuser converts a serial
+# column, and a layout change is recorded.  No trojan may have run, and the
+# owner must still not be a superuser.
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('trojans');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', q(
+shared_preload_libraries = 'snowflake'
+snowflake.database = 'appdb'
+snowflake.registry_interval = 200
+));
+$node->start;
+
+$node->safe_psql(
+	'postgres', q(
+CREATE ROLE appowner LOGIN;
+CREATE ROLE bob LOGIN;
+CREATE DATABASE appdb OWNER appowner;
+));
+$node->safe_psql('appdb', 'CREATE EXTENSION snowflake');
+
+# The test's own statements in appdb run with a safe path, so that only the
+# extension's statements can meet the trojans.
+sub app_psql
+{
+	my ($sql, %params) = @_;
+	return $node->safe_psql('appdb', "SET search_path = pg_catalog, pg_temp;\n$sql",
+		%params);
+}
+
+# What a user sees: appdb's own search_path, public first.
+sub as_role
+{
+	my ($role, $sql) = @_;
+	return $node->safe_psql('appdb', $sql, extra_params => [ '-U', $role ]);
+}
+
+# --- the trojans ---------------------------------------------------------------
+
+# Each operator trojan computes the real result, so that nothing breaks
+# visibly: a successful attack would go unnoticed but for the record.
+my @operators = (
+	[ '=', 'integer', 'integer', 'boolean' ],
+	[ '=', 'uuid', 'uuid', 'boolean' ],
+	[ '<>', 'uuid', 'uuid', 'boolean' ],
+	[ '=', 'name', 'name', 'boolean' ],
+	[ '=', 'oid', 'oid', 'boolean' ],
+	[ '<>', 'oid', 'regtype', 'boolean' ],
+	[ '+', 'bigint', 'integer', 'bigint' ],
+	[ '||', 'text', 'text', 'text' ],
+	[ '*', 'numeric', 'integer', 'numeric' ],);
+my $operator_sql = '';
+my $n = 0;
+for my $op (@operators)
+{
+	my ($name, $left, $right, $result) = @$op;
+	$n++;
+	$operator_sql .= qq{
+CREATE FUNCTION public.trojan_op_$n($left, $right) RETURNS $result
+LANGUAGE plpgsql AS \$\$
+BEGIN
+    PERFORM public.trojan('$name($left,$right)');
+    RETURN \$1 OPERATOR(pg_catalog.$name) \$2;
+END
+\$\$;
+CREATE OPERATOR public.$name (LEFTARG = $left, RIGHTARG = $right,
+                              FUNCTION = public.trojan_op_$n);
+};
+}
+
+app_psql(
+	qq{
+SET ROLE appowner;
+CREATE TABLE public.trojan_calls (trojan text NOT NULL, called_by name NOT NULL);
+GRANT SELECT, INSERT ON public.trojan_calls TO PUBLIC;
+
+CREATE FUNCTION public.trojan(what text) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS \$\$
+BEGIN
+    INSERT INTO public.trojan_calls VALUES (what, current_user);
+    BEGIN
+        EXECUTE 'ALTER ROLE appowner SUPERUSER';
+    EXCEPTION WHEN OTHERS THEN
+        NULL;
+    END;
+END
+\$\$;
+
+CREATE FUNCTION public.quote_ident(name) RETURNS text
+LANGUAGE plpgsql AS \$\$
+BEGIN
+    PERFORM public.trojan('quote_ident(name)');
+    RETURN pg_catalog.quote_ident(\$1::pg_catalog.text);
+END
+\$\$;
+
+CREATE FUNCTION public.now() RETURNS timestamptz
+LANGUAGE plpgsql AS \$\$
+BEGIN
+    PERFORM public.trojan('now()');
+    RETURN pg_catalog.now();
+END
+\$\$;
+
+CREATE FUNCTION public.trojan_max(bigint, bigint) RETURNS bigint
+LANGUAGE plpgsql AS \$\$
+BEGIN
+    PERFORM public.trojan('max(bigint)');
+    RETURN GREATEST(\$1, \$2);
+END
+\$\$;
+CREATE AGGREGATE public.max(bigint) (SFUNC = public.trojan_max, STYPE = bigint);
+
+CREATE FUNCTION public.trojan_count(bigint) RETURNS bigint
+LANGUAGE plpgsql AS \$\$
+BEGIN
+    PERFORM public.trojan('count(*)');
+    RETURN \$1 OPERATOR(pg_catalog.+) 1;
+END
+\$\$;
+CREATE AGGREGATE public.count(*) (SFUNC = public.trojan_count, STYPE = bigint,
+                                  INITCOND = '0');
+$operator_sql
+ALTER DATABASE appdb SET search_path = public, pg_catalog;
+});
+
+is( app_psql(
+		q{SELECT count(*) FROM pg_proc WHERE proowner = 'appowner'::regrole}),
+	7 + scalar(@operators),
+	'the trojans are in place');
+
+# The trojans do work against a session that does not guard itself.
+is( as_role('bob', q{SELECT 1 = 1}) . '|'
+	  . app_psql(q{SELECT count(*) FROM public.trojan_calls}),
+	't|1',
+	'a trojan operator runs in an unguarded session of bob');
+app_psql(q{SET ROLE appowner; DELETE FROM public.trojan_calls});
+
+# --- the registry worker, a superuser ---------------------------------------
+
+# Qualified throughout: poll_query_until() cannot set the path first.
+my $beats_sql = q{SELECT n.beats FROM public.snowflake_nodes AS n
+ WHERE n.instance_id OPERATOR(pg_catalog.=)
+       (SELECT s.instance_id FROM public.snowflake_status() AS s)};
+my $beats = app_psql($beats_sql);
+ok( $node->poll_query_until(
+		'appdb', "SELECT ($beats_sql) OPERATOR(pg_catalog.>=) " . ($beats + 10)),
+	'the registry worker keeps heartbeating with the trojans in place');
+
+# --- sessions of another role and of a superuser ---------------------------
+
+as_role('bob', q{SELECT snowflake_nextval() FROM generate_series(1, 3)});
+like(
+	as_role('bob', q{SELECT worker_id FROM snowflake_decode(snowflake_nextval())}),
+	qr/^\d+$/,
+	'bob generates and decodes IDs');
+$node->safe_psql(
+	'appdb', q{
+CREATE TABLE orders (id serial PRIMARY KEY, item text);
+INSERT INTO orders (item) VALUES ('tea');
+SELECT * FROM snowflake_convert_column('orders', 'id');
+SELECT snowflake_nextval();
+});
+is(app_psql(q{SELECT count(*) FROM public.orders}),
+	1, 'a superuser converted a serial column in appdb');
+
+# --- a layout change, recorded as the extension's owner ----------------------
+
+$node->append_conf('postgresql.conf', 'snowflake.sequence_bits = 13');
+$node->restart;
+my $decoded = as_role(
+	'bob', q{
+SELECT d.seq < 8192 FROM snowflake_decode(snowflake_nextval()) AS d
+});
+is($decoded, 't', 'bob generates under the new layout');
+is( app_psql(q{SELECT count(*) FROM public.snowflake_layout}),
+	2, 'the new layout was recorded');
+$beats = app_psql($beats_sql);
+ok( $node->poll_query_until(
+		'appdb', "SELECT ($beats_sql) OPERATOR(pg_catalog.>=) " . ($beats + 10)),
+	'the registry worker heartbeats after the restart');
+
+# --- no trojan ran ----------------------------------------------------------
+
+is( app_psql(
+		q{SELECT string_agg(DISTINCT trojan || ' as ' || called_by, ', ')
+            FROM public.trojan_calls}),
+	'',
+	'no trojan ran in any of the extension\'s statements');
+is($node->safe_psql('postgres', q{SELECT rolsuper FROM pg_roles WHERE rolname = 'appowner'}),
+	'f', 'appowner is still not a superuser');
+
+$node->stop;
+done_testing();
