@@ -222,7 +222,8 @@ PrepareGenerator(Oid fn_oid)
 {
 	state = RequireSharedState();
 	RefuseOutsidePrimaryLeader();
-	if (pg_atomic_read_u32(&state->generation_blocked) != 0)
+	if (pg_atomic_read_u32(&state->node_collision) != 0 &&
+		g_settings.on_node_collision == kCollisionError)
 		ReportGenerationBlocked(state);
 	if (!g_layout_confirmed)
 		EnsureRunningLayoutRecorded(fn_oid);
@@ -233,9 +234,13 @@ PrepareGenerator(Oid fn_oid)
 extern "C" Datum
 snowflake_nextval(PG_FUNCTION_ARGS)
 {
-	/* A held slot implies "state" is set; the flag shares reserved_until's line. */
+	/*
+	 * A held slot implies "state" is set; the flag shares reserved_until's
+	 * line.  Under a collision every call takes the slow path, which applies
+	 * this session's snowflake.on_node_collision.
+	 */
 	if (unlikely(slot == nullptr || !g_layout_confirmed ||
-				 pg_atomic_read_u32(&state->generation_blocked) != 0))
+				 pg_atomic_read_u32(&state->node_collision) != 0))
 		PrepareGenerator(fcinfo->flinfo->fn_oid);
 	PG_RETURN_INT64(NextId());
 }

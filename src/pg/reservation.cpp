@@ -149,35 +149,63 @@ GenerationFloorOrNow(SharedState *state)
 }
 
 /*
- * Waits until the synchronous standbys, if any are configured, confirm WAL up
- * to "lsn".  SyncRepWaitForLSN() also returns, with only a WARNING, when the
- * wait is cancelled; an unconfirmed reservation must not be published then,
- * so confirmation is checked against the position up to which the standbys
- * released waiters.
+ * Whether synchronous_standby_names names standbys, as the checkpointer
+ * last published it for the whole server (a waiting process cannot reload
+ * its own copy of the setting); before it has, this process's own copy.
+ */
+static bool
+SynchronousStandbysDefined(void)
+{
+	bool		defined;
+
+	LWLockAcquire(SyncRepLock, LW_SHARED);
+#ifdef SYNC_STANDBY_DEFINED
+	if (WalSndCtl->sync_standbys_status & SYNC_STANDBY_INIT)
+		defined = (WalSndCtl->sync_standbys_status & SYNC_STANDBY_DEFINED) != 0;
+	else
+		defined = SyncRepStandbyNames != nullptr && SyncRepStandbyNames[0] != '\0';
+#else
+	defined = WalSndCtl->sync_standbys_defined;
+#endif
+	LWLockRelease(SyncRepLock);
+	return defined;
+}
+
+/*
+ * Waits until the synchronous standbys, if synchronous_standby_names names
+ * any, have flushed WAL up to "lsn", so that a standby promoted in a
+ * failover knows every reservation an ID used.
+ *
+ * This is decided for the whole server, never by the calling session's
+ * synchronous_commit: a session that turned it off must not publish a
+ * reservation for every session.  So SyncRepWaitForLSN(), which follows
+ * that setting, is not used; the wait polls the position up to which the
+ * standbys confirmed, with a growing pause (the walsenders wake only
+ * queued waiters), and answers cancel and termination requests.
  */
 static void
 WaitForSynchronousStandbys(XLogRecPtr lsn)
 {
-	if (!SyncRepRequested() || SyncRepStandbyNames == nullptr ||
-		SyncRepStandbyNames[0] == '\0')
-		return;
-	SyncRepWaitForLSN(lsn, false);
+	long		pause_ms = 1;
 
-	int			mode = synchronous_commit == SYNCHRONOUS_COMMIT_REMOTE_WRITE ?
-		SYNC_REP_WAIT_WRITE : synchronous_commit == SYNCHRONOUS_COMMIT_REMOTE_APPLY ?
-		SYNC_REP_WAIT_APPLY : SYNC_REP_WAIT_FLUSH;
+	for (;;)
+	{
+		if (!SynchronousStandbysDefined())
+			return;
 
-	LWLockAcquire(SyncRepLock, LW_SHARED);
-	XLogRecPtr	confirmed = WalSndCtl->lsn[mode];
+		LWLockAcquire(SyncRepLock, LW_SHARED);
+		XLogRecPtr	confirmed = WalSndCtl->lsn[SYNC_REP_WAIT_FLUSH];
 
-	LWLockRelease(SyncRepLock);
-	if (confirmed < lsn)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("snowflake reservation was not confirmed by the synchronous standbys"),
-				 errdetail("The wait for synchronous replication ended first; no ID beyond "
-						   "what they confirmed is issued."),
-				 errhint("Check that the synchronous standbys are connected.")));
+		LWLockRelease(SyncRepLock);
+		if (confirmed >= lsn)
+			return;
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 pause_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		pause_ms = Min(pause_ms * 2, 100);
+	}
 }
 
 void

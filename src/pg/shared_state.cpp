@@ -95,10 +95,12 @@ StartSharedState(void)
 		pg_atomic_init_u64(&state->reservations, 0);
 		pg_atomic_init_u64(&state->clock_steps_back, 0);
 		pg_atomic_init_u64(&state->largest_step_back_ms, 0);
-		pg_atomic_init_u32(&state->generation_blocked, 0);
 		pg_atomic_init_u32(&state->node_collision, 0);
 		SpinLockInit(&state->collision_mutex);
 		state->collision_detail[0] = '\0';
+		state->registry_last_round = 0;
+		state->registry_problem[0] = '\0';
+		pg_atomic_init_u32(&state->registry_starts, 0);
 		NewInstanceId(&state->instance_id);
 		InitSlots(state);
 		LoadReservation(state);

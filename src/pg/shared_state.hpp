@@ -60,8 +60,8 @@ struct SharedState
 	 */
 	LWLock	   *reservation_lock;	/* serialises extending it and the floor */
 	pg_atomic_uint64 reserved_until;
-	/* Set while a node-id collision stops generation; read on the hot path. */
-	pg_atomic_uint32 generation_blocked;
+	/* Set while another running instance uses our node_id; read on the hot path. */
+	pg_atomic_uint32 node_collision;
 	int64		durable_until;	/* largest value made durable (under the lock) */
 	XLogRecPtr	durable_lsn;	/* the record that made it durable */
 	bool		reservation_known;	/* read from the file or replayed */
@@ -74,12 +74,14 @@ struct SharedState
 	/*
 	 * This run's identity in snowflake_nodes (random per start, so a clone
 	 * or a promoted standby differs from its origin), and what the registry
-	 * worker last found (node_registry.cpp).
+	 * worker last found and did (node_registry.cpp).
 	 */
 	pg_uuid_t	instance_id;
-	slock_t		collision_mutex;	/* guards collision_detail */
-	pg_atomic_uint32 node_collision;
+	slock_t		collision_mutex;	/* guards the next three */
 	char		collision_detail[256];
+	TimestampTz registry_last_round;	/* the last round that completed; 0: none */
+	char		registry_problem[256];	/* why rounds do not complete; "" if they do */
+	pg_atomic_uint32 registry_starts;	/* registry workers started in this run */
 
 	/* Backward steps of the wall clock, seen by the background worker. */
 	pg_atomic_uint64 clock_steps_back;

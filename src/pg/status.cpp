@@ -37,8 +37,8 @@ snowflake_status(PG_FUNCTION_ARGS)
 	SharedState *state = RequireSharedState();
 	const snowflake::Layout &layout = g_settings.layout;
 	TupleDesc	tupdesc;
-	Datum		values[18];
-	bool		nulls[18] = {false};
+	Datum		values[20];
+	bool		nulls[20] = {false};
 	int32		slots_used = 0;
 	uint64		ids_issued = 0;
 	uint64		overflow_waits = 0;
@@ -78,6 +78,18 @@ snowflake_status(PG_FUNCTION_ARGS)
 		static_cast<int64>(pg_atomic_read_u64(&state->largest_step_back_ms)));
 	values[16] = UUIDPGetDatum(&state->instance_id);
 	values[17] = BoolGetDatum(pg_atomic_read_u32(&state->node_collision) != 0);
+
+	char		problem[sizeof(state->registry_problem)];
+	TimestampTz last_round;
+
+	SpinLockAcquire(&state->collision_mutex);
+	last_round = state->registry_last_round;
+	strlcpy(problem, state->registry_problem, sizeof(problem));
+	SpinLockRelease(&state->collision_mutex);
+	values[18] = TimestampTzGetDatum(last_round);
+	nulls[18] = last_round == 0;
+	values[19] = CStringGetTextDatum(problem);
+	nulls[19] = problem[0] == '\0';
 	/* An older SQL declaration with fewer columns takes the first ones. */
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }

@@ -1,0 +1,159 @@
+# When the node registry cannot run, snowflake_status() and the log say
+# why, the last finding stands, and snowflake.on_node_collision still works
+# on reload.
+#
+# A running peer with our node id is faked in snowflake_nodes (a row whose
+# beat count keeps growing), so that the registry finds a collision and,
+# with on_node_collision = error, snowflake_nextval() refuses.  Then the
+# registry is broken in three ways: the extension is dropped in its
+# database, its database turns read-only, and it names a database that does
+# not exist.  Each is reported; a collision block stays while the registry
+# cannot run (nothing shows the peer gone) but lifts on a reload with
+# on_node_collision = warn, and comes back with error; once the registry
+# runs again and the peer is gone, generation resumes.
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use SnowflakeTest;
+
+my $node = PostgreSQL::Test::Cluster->new('registry');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', q(
+shared_preload_libraries = 'snowflake'
+snowflake.database = 'postgres'
+snowflake.registry_interval = 200
+snowflake.on_node_collision = error
+));
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION snowflake; CREATE DATABASE app');
+$node->safe_psql('app', 'CREATE EXTENSION snowflake');
+
+# snowflake_nextval() in a new session of "app": the ID, or the error.
+sub nextval
+{
+	my ($ret, $stdout, $stderr) =
+	  $node->psql('app', 'SELECT snowflake_nextval() > 0');
+	return $ret == 0 ? $stdout : $stderr;
+}
+
+sub status
+{
+	my ($columns) = @_;
+	return $node->safe_psql('app', "SELECT $columns FROM snowflake_status()");
+}
+
+sub set_policy
+{
+	my ($policy) = @_;
+	$node->safe_psql('app',
+		"ALTER SYSTEM SET snowflake.on_node_collision = '$policy'; SELECT pg_reload_conf()");
+	ok( $node->poll_query_until(
+			'app', 'SHOW snowflake.on_node_collision', $policy),
+		"on_node_collision is $policy after the reload");
+}
+
+my $blocked = qr/ERROR:  snowflake node_id 0 is also used by another running instance/;
+
+# --- a collision, found by a registry that runs --------------------------------
+
+is(nextval(), 't', 'IDs before any collision');
+ok( $node->poll_query_until(
+		'app', 'SELECT registry_last_round IS NOT NULL AND registry_problem IS NULL
+                  FROM snowflake_status()'),
+	'the registry completes rounds and reports no problem');
+
+my $peer = '00000000-0000-4000-8000-000000000001';
+$node->safe_psql(
+	'postgres', qq{
+INSERT INTO snowflake_nodes (node_id, instance_id, system_identifier, timeline, host,
+                             port, data_directory, started_at, last_seen, beats)
+VALUES (0, '$peer', '1', 1, 'elsewhere', 5432, '/elsewhere', now(), now(), 1)});
+my $beating = SnowflakeTest::start_psql(
+	$node,
+	$node->basedir,
+	'peer',
+	'-c', qq{
+DO \$\$
+BEGIN
+    FOR i IN 1 .. 3000 LOOP
+        UPDATE snowflake_nodes SET beats = beats + 1 WHERE instance_id = '$peer';
+        COMMIT;
+        PERFORM pg_sleep(0.1);
+    END LOOP;
+END
+\$\$});
+ok($node->poll_query_until('app', 'SELECT node_collision FROM snowflake_status()'),
+	'the registry finds the running peer');
+like(nextval(), $blocked, 'on_node_collision = error refuses IDs');
+
+# --- the extension is dropped in the registry's database ----------------------
+
+my $log_offset = -s $node->logfile;
+$node->safe_psql('postgres', 'DROP EXTENSION snowflake');
+$beating->finish;    # its table is gone
+ok( $node->poll_query_until(
+		'app', q{SELECT registry_problem LIKE '%has no snowflake_nodes table%'
+                   FROM snowflake_status()}),
+	'snowflake_status() reports the missing registry table');
+is( status('registry_problem'),
+	'database "postgres" (snowflake.database) has no snowflake_nodes table: '
+	  . 'the snowflake extension, version 1.2 or later, is not installed there',
+	'the report names the database and what is missing');
+ok( $node->wait_for_log(
+		qr/WARNING:  snowflake node registry cannot run: database "postgres"/,
+		$log_offset),
+	'the log says the registry cannot run');
+is(status('node_collision'), 't', 'the last finding stands');
+like(nextval(), $blocked, 'and keeps refusing IDs under on_node_collision = error');
+
+set_policy('warn');
+is(nextval(), 't', 'a reload with on_node_collision = warn lifts the refusal');
+set_policy('error');
+like(nextval(), $blocked, 'a reload with error brings it back');
+
+# --- the registry runs again, and the peer is gone ------------------------------
+
+$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+ok( $node->poll_query_until(
+		'app', 'SELECT NOT node_collision AND registry_problem IS NULL
+                  FROM snowflake_status()'),
+	'a completed round clears the collision and the problem');
+is(nextval(), 't', 'IDs again');
+
+# --- rounds fail: the registry's database is read-only --------------------------
+
+my $worker_pid = q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'snowflake registry'};
+$node->safe_psql(
+	'app', qq{
+ALTER DATABASE postgres SET default_transaction_read_only = on;
+SELECT pg_terminate_backend(($worker_pid))});
+ok( $node->poll_query_until(
+		'app', q{SELECT registry_problem LIKE 'cannot execute % in a read-only transaction'
+                   FROM snowflake_status()}),
+	'a failing round is reported with its error');
+is(nextval(), 't', 'without a known collision, IDs keep coming');
+$node->safe_psql(
+	'app', qq{
+ALTER DATABASE postgres RESET default_transaction_read_only;
+SELECT pg_terminate_backend(($worker_pid))});
+ok( $node->poll_query_until(
+		'app', 'SELECT registry_problem IS NULL FROM snowflake_status()'),
+	'the problem clears when rounds complete again');
+
+# --- the registry's database does not exist ------------------------------------
+
+$node->append_conf('postgresql.conf', "snowflake.database = 'nosuchdb'");
+$node->restart;
+ok( $node->poll_query_until(
+		'app', q{SELECT registry_problem LIKE 'could not connect to database "nosuchdb"%'
+                   AND registry_last_round IS NULL
+                   FROM snowflake_status()}),
+	'a registry that cannot connect is reported');
+is(nextval(), 't', 'and generation goes on');
+
+$node->stop;
+done_testing();

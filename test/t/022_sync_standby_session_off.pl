@@ -1,0 +1,68 @@
+# Whether a reservation waits for the synchronous standbys is the server's
+# decision, not the calling session's: a session with synchronous_commit =
+# off must not publish, for every session, a reservation no standby has
+# confirmed.
+#
+# The primary replicates synchronously to one standby.  The standby stops,
+# and the reservation the standby confirmed runs out.  A session with
+# synchronous_commit = off then asks for an ID: it must wait (here, until
+# its statement_timeout cancels it) instead of issuing one.  Once the
+# standby is back, IDs come again, above the earlier ones.
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $primary = PostgreSQL::Test::Cluster->new('primary');
+$primary->init(allows_streaming => 1);
+$primary->append_conf('postgresql.conf', "shared_preload_libraries = 'snowflake'\n");
+$primary->start;
+$primary->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+$primary->backup('base');
+
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($primary, 'base', has_streaming => 1);
+$standby->start;
+$primary->append_conf('postgresql.conf', "synchronous_standby_names = '*'\n");
+$primary->reload;
+ok( $primary->poll_query_until(
+		'postgres', q{
+SELECT count(*) = 1 FROM pg_stat_replication WHERE sync_state = 'sync'}),
+	'the standby replicates synchronously');
+
+my $before = $primary->safe_psql('postgres', 'SELECT snowflake_nextval()');
+ok($before > 0, 'IDs while the standby confirms');
+
+$standby->stop;
+ok( $primary->poll_query_until(
+		'postgres', q{
+SELECT clock_timestamp() > reserved_until + interval '300 ms' FROM snowflake_status()}),
+	'the confirmed reservation has run out');
+
+my ($ret, $stdout, $stderr) = $primary->psql(
+	'postgres', q{
+SET synchronous_commit = off;
+SET statement_timeout = '3s';
+SELECT snowflake_nextval();
+});
+isnt($ret, 0, 'a session with synchronous_commit = off gets no ID');
+like(
+	$stderr,
+	qr/ERROR:  canceling statement due to statement timeout/,
+	'it waited for the standby until its statement_timeout');
+is($stdout, '', 'no ID was returned');
+
+$standby->start;
+my $after = $primary->safe_psql(
+	'postgres', q{
+SET synchronous_commit = off;
+SET statement_timeout = '60s';
+SELECT snowflake_nextval();
+});
+ok($after > $before, 'with the standby back, IDs come again, above the earlier ones');
+
+$primary->stop;
+$standby->stop;
+done_testing();
