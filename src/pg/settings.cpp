@@ -8,6 +8,11 @@
 #include "clock.hpp"
 #include "settings.hpp"
 
+extern "C"
+{
+#include "utils/guc_tables.h"	/* to list the placeholders of misspelt settings */
+}
+
 Settings	g_settings;
 
 /* GUC targets must outlive _PG_init: the GUC machinery reads them later. */
@@ -21,14 +26,6 @@ static const struct config_enum_entry collision_policies[] = {
 	{"error", kCollisionError, false},
 	{nullptr, 0, false},
 };
-
-static void
-DefineIntSetting(const char *name, const char *description, int *target,
-				 int boot, int min, int max, GucContext context, int flags)
-{
-	DefineCustomIntVariable(name, description, nullptr, target, boot, min, max,
-							context, flags, nullptr, nullptr, nullptr);
-}
 
 [[noreturn]] static void
 RefuseSetting(const char *message, const char *detail)
@@ -83,52 +80,171 @@ ValidateEpoch(const snowflake::Layout &layout)
 	}
 }
 
+namespace {
+
+/* An integer setting and the values it accepts. */
+struct IntSetting
+{
+	const char *name;
+	const char *description;
+	int		   *target;
+	int			boot;
+	int			min;
+	int			max;
+	GucContext	context;
+	int			flags;
+	const char *raw;			/* as postgresql.conf or the command line set it */
+};
+
+IntSetting	int_settings[] = {
+	{"snowflake.node_bits", gettext_noop("Bits of each ID that hold the node id."),
+	 &node_bits, 3, 0, 16, PGC_POSTMASTER, 0, nullptr},
+	{"snowflake.worker_bits", gettext_noop("Bits of each ID that hold the worker id."),
+	 &worker_bits, 7, 0, 16, PGC_POSTMASTER, 0, nullptr},
+	{"snowflake.sequence_bits",
+	 gettext_noop("Bits of each ID that count IDs within one millisecond."),
+	 &sequence_bits, 12, 1, 24, PGC_POSTMASTER, 0, nullptr},
+	{"snowflake.node_id", gettext_noop("Node id of this server, unique among primaries."),
+	 &g_settings.node_id, 0, 0, 65535, PGC_POSTMASTER, 0, nullptr},
+	{"snowflake.max_drift",
+	 gettext_noop("How far ID timestamps may run ahead of the wall clock."),
+	 &g_settings.max_drift_ms, 1000, 0, kMaxDriftLimitMs, PGC_POSTMASTER, GUC_UNIT_MS,
+	 nullptr},
+	{"snowflake.reserve_ahead",
+	 gettext_noop("How far the durable reservation runs ahead of the newest ID."),
+	 &g_settings.reserve_ahead_ms, 1000, 10, kMaxReserveAheadMs, PGC_SIGHUP, GUC_UNIT_MS,
+	 nullptr},
+	{"snowflake.claim_timeout", gettext_noop("How long a session waits for a free worker slot."),
+	 &g_settings.claim_timeout_ms, 1000, 0, 3600000, PGC_USERSET, GUC_UNIT_MS, nullptr},
+	{"snowflake.clock_wait_timeout",
+	 gettext_noop("How long a session waits for the clock to come within "
+				  "snowflake.max_drift of the next ID."),
+	 &g_settings.clock_wait_timeout_ms, 10000, 0, 3600000, PGC_USERSET, GUC_UNIT_MS, nullptr},
+	{"snowflake.registry_interval",
+	 gettext_noop("How often this node heartbeats in snowflake_nodes and looks "
+				  "for another running instance with its node_id."),
+	 &g_settings.registry_interval_ms, 10000, 100, 3600000, PGC_SIGHUP, GUC_UNIT_MS, nullptr},
+};
+
+const char *collision_policy_raw = nullptr;
+
+/*
+ * The value postgresql.conf (or the command line) gave a setting, read
+ * before the setting is defined: until then it is a placeholder holding the
+ * text as written.
+ */
+const char *
+RawValue(const char *name)
+{
+	const char *value = GetConfigOption(name, true, false);
+
+	return value ? pstrdup(value) : nullptr;
+}
+
+/*
+ * Refuses a value the GUC machinery would have replaced by the default with
+ * only a WARNING: for a node id or a width, a typo would otherwise make two
+ * primaries issue the same IDs.
+ */
+void
+CheckIntSetting(const IntSetting &setting)
+{
+	int			value;
+	const char *unit = (setting.flags & GUC_UNIT_MS) ? " ms" : "";
+
+	if (setting.raw == nullptr)
+		return;
+	if (parse_int(setting.raw, &value, setting.flags, nullptr) &&
+		value >= setting.min && value <= setting.max)
+		return;
+	ereport(FATAL,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid value for parameter \"%s\": \"%s\"", setting.name, setting.raw),
+			 errdetail("%s must be an integer from %d%s to %d%s.",
+					   setting.name, setting.min, unit, setting.max, unit),
+			 errhint("Correct the setting in postgresql.conf and start the server again.")));
+}
+
+void
+CheckCollisionPolicy(void)
+{
+	if (collision_policy_raw == nullptr)
+		return;
+	for (const config_enum_entry *entry = collision_policies; entry->name; entry++)
+		if (pg_strcasecmp(collision_policy_raw, entry->name) == 0)
+			return;
+	ereport(FATAL,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid value for parameter \"snowflake.on_node_collision\": \"%s\"",
+					collision_policy_raw),
+			 errdetail("snowflake.on_node_collision must be \"warn\" or \"error\"."),
+			 errhint("Correct the setting in postgresql.conf and start the server again.")));
+}
+
+/*
+ * Refuses a snowflake.* setting that is not one of ours (say, a misspelt
+ * one): once defined, ours are no longer placeholders.
+ */
+void
+RefuseUnknownSettings(void)
+{
+#if PG_VERSION_NUM >= 160000
+	int			count;
+	struct config_generic **variables = get_guc_variables(&count);
+#else
+	int			count = GetNumConfigOptions();
+	struct config_generic **variables = get_guc_variables();
+#endif
+
+	for (int i = 0; i < count; i++)
+	{
+		const struct config_generic *variable = variables[i];
+
+		if ((variable->flags & GUC_CUSTOM_PLACEHOLDER) &&
+			strncmp(variable->name, "snowflake.", strlen("snowflake.")) == 0)
+			ereport(FATAL,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("unrecognized configuration parameter \"%s\"", variable->name),
+					 errdetail("\"snowflake.\" is the prefix of the snowflake extension, "
+							   "which has no such setting."),
+					 errhint("Correct the name in postgresql.conf and start the server "
+							 "again; the snowflake documentation lists the settings.")));
+	}
+}
+
+}							/* namespace */
+
 void
 DefineSettings(void)
 {
+	for (IntSetting &setting : int_settings)
+		setting.raw = RawValue(setting.name);
+	collision_policy_raw = RawValue("snowflake.on_node_collision");
+
 	DefineCustomStringVariable("snowflake.epoch",
-							   "Start of the ID timestamp (UTC), as YYYY-MM-DD[ HH:MM[:SS[.fff]]].",
+							   gettext_noop("Start of the ID timestamp (UTC), as "
+											"YYYY-MM-DD[ HH:MM[:SS[.fff]]]."),
 							   nullptr, &epoch_text, "2025-01-01",
 							   PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
-	DefineIntSetting("snowflake.node_bits", "Bits of each ID that hold the node id.",
-					 &node_bits, 3, 0, 16, PGC_POSTMASTER, 0);
-	DefineIntSetting("snowflake.worker_bits", "Bits of each ID that hold the worker id.",
-					 &worker_bits, 7, 0, 16, PGC_POSTMASTER, 0);
-	DefineIntSetting("snowflake.sequence_bits",
-					 "Bits of each ID that count IDs within one millisecond.",
-					 &sequence_bits, 12, 1, 24, PGC_POSTMASTER, 0);
-	DefineIntSetting("snowflake.node_id", "Node id of this server, unique among primaries.",
-					 &g_settings.node_id, 0, 0, 65535, PGC_POSTMASTER, 0);
-	DefineIntSetting("snowflake.max_drift",
-					 "How far ID timestamps may run ahead of the wall clock.",
-					 &g_settings.max_drift_ms, 1000, 0, kMaxDriftLimitMs,
-					 PGC_POSTMASTER, GUC_UNIT_MS);
-	DefineIntSetting("snowflake.reserve_ahead",
-					 "How far the durable reservation runs ahead of the newest ID.",
-					 &g_settings.reserve_ahead_ms, 1000, 10, kMaxReserveAheadMs,
-					 PGC_SIGHUP, GUC_UNIT_MS);
-	DefineIntSetting("snowflake.claim_timeout",
-					 "How long a session waits for a free worker slot.",
-					 &g_settings.claim_timeout_ms, 1000, 0, 3600000,
-					 PGC_USERSET, GUC_UNIT_MS);
-	DefineIntSetting("snowflake.clock_wait_timeout",
-					 "How long a session waits for the clock to come within "
-					 "snowflake.max_drift of the next ID.",
-					 &g_settings.clock_wait_timeout_ms, 10000, 0, 3600000,
-					 PGC_USERSET, GUC_UNIT_MS);
+	for (const IntSetting &setting : int_settings)
+		DefineCustomIntVariable(setting.name, setting.description, nullptr, setting.target,
+								setting.boot, setting.min, setting.max, setting.context,
+								setting.flags, nullptr, nullptr, nullptr);
 	DefineCustomStringVariable("snowflake.database",
-							   "Database whose snowflake_nodes table registers this node.",
+							   gettext_noop("Database whose snowflake_nodes table registers "
+											"this node."),
 							   nullptr, &g_settings.registry_database, "postgres",
 							   PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
-	DefineIntSetting("snowflake.registry_interval",
-					 "How often this node heartbeats in snowflake_nodes and looks "
-					 "for another running instance with its node_id.",
-					 &g_settings.registry_interval_ms, 10000, 100, 3600000,
-					 PGC_SIGHUP, GUC_UNIT_MS);
 	DefineCustomEnumVariable("snowflake.on_node_collision",
-							 "What to do when another running instance uses this node_id.",
+							 gettext_noop("What to do when another running instance uses "
+										  "this node_id."),
 							 nullptr, &g_settings.on_node_collision, kCollisionWarn,
 							 collision_policies, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+
+	RefuseUnknownSettings();
+	for (const IntSetting &setting : int_settings)
+		CheckIntSetting(setting);
+	CheckCollisionPolicy();
 	MarkGUCPrefixReserved("snowflake");
 
 	snowflake::Layout layout;

@@ -108,6 +108,73 @@ check_refused(
 	sequence_bits => 12);
 check_accepted('epoch with time of day', epoch => '2025-06-30 23:59:59.999');
 
+# --- values the GUC machinery would replace by the default ---------------------
+#
+# PostgreSQL only WARNs about a bad value of an extension's setting and runs
+# with the default; for the node id and the widths that would let two
+# primaries issue the same IDs, so each must stop the server.
+
+check_refused(
+	'node_id -1',
+	'invalid value for parameter "snowflake.node_id": "-1"',
+	node_id => -1);
+check_refused(
+	'node_id 70000',
+	'invalid value for parameter "snowflake.node_id": "70000"',
+	node_id => 70000);
+ok($node->log_contains(qr/DETAIL:  snowflake.node_id must be an integer from 0 to 65535\./),
+	'the detail gives the allowed range');
+check_refused(
+	'node_id not a number',
+	'invalid value for parameter "snowflake.node_id": "one"',
+	node_id => 'one');
+check_refused(
+	'node_bits 17',
+	'invalid value for parameter "snowflake.node_bits": "17"',
+	node_bits => 17);
+check_refused(
+	'worker_bits -1',
+	'invalid value for parameter "snowflake.worker_bits": "-1"',
+	worker_bits => -1);
+check_refused(
+	'sequence_bits 0',
+	'invalid value for parameter "snowflake.sequence_bits": "0"',
+	sequence_bits => 0);
+ok($node->log_contains(qr/DETAIL:  snowflake.sequence_bits must be an integer from 1 to 24\./),
+	'the detail gives the allowed range of sequence_bits');
+check_refused(
+	'max_drift out of range',
+	'invalid value for parameter "snowflake.max_drift": "2d"',
+	max_drift => '2d');
+ok( $node->log_contains(
+		qr/DETAIL:  snowflake.max_drift must be an integer from 0 ms to 86400000 ms\./),
+	'the detail gives the range in milliseconds');
+check_refused(
+	'registry_interval below its range',
+	'invalid value for parameter "snowflake.registry_interval": "10ms"',
+	registry_interval => '10ms');
+check_refused(
+	'on_node_collision misspelt',
+	'invalid value for parameter "snowflake.on_node_collision": "stop"',
+	on_node_collision => 'stop');
+check_refused(
+	'a misspelt setting',
+	'unrecognized configuration parameter "snowflake.node_bit"',
+	node_bit => 4);
+check_accepted('max_drift with a unit', max_drift => '2s', registry_interval => '1min');
+
+# Each refusal above carried SQLSTATE 22023.
+$node->append_conf('postgresql.conf', "log_error_verbosity = verbose");
+check_refused(
+	'a misspelt setting, verbose',
+	'22023: unrecognized configuration parameter "snowflake.nodeid"',
+	nodeid => 1);
+check_refused(
+	'node_id -1, verbose',
+	'22023: invalid value for parameter "snowflake.node_id": "-1"',
+	node_id => -1);
+$node->append_conf('postgresql.conf', "log_error_verbosity = default");
+
 # --- a valid non-default layout issues working IDs ---------------------------
 
 check_accepted(
