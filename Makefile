@@ -28,7 +28,7 @@ DATA_built = snowflake--$(EXTVERSION).sql
 DATA = $(FIRST_RELEASE) $(UPGRADE_CHAIN)
 EXTRA_CLEAN = test/unit/core_test $(OBJS:.o=.d)
 
-REGRESS = api decode errors status upgrade convert
+REGRESS = api decode errors status upgrade convert privileges
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/conf/regress.conf
 ISOLATION = slot_claims interleaved_nextval
 ISOLATION_OPTS = --temp-instance=tmp_check_iso --temp-config=test/conf/preload.conf

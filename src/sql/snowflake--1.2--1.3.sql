@@ -1,3 +1,49 @@
 /* snowflake--1.2--1.3.sql: least privilege, a pinned search_path, shared worker slots */
 
 \echo Use "ALTER EXTENSION snowflake UPDATE TO '1.3'" to load this file. \quit
+
+-- Least privilege.  snowflake_nodes names hosts, ports, data directories
+-- and system identifiers, which PostgreSQL shows only to superusers and
+-- monitoring roles; everyone may still see which node ids run and when they
+-- last beat.
+REVOKE SELECT ON snowflake_nodes FROM PUBLIC;
+GRANT SELECT (node_id, instance_id, timeline, started_at, last_seen, beats)
+    ON snowflake_nodes TO PUBLIC;
+GRANT SELECT ON snowflake_nodes TO pg_monitor;
+
+-- The function runs its statements with the caller's rights, but a caller
+-- may be a superuser working in a database whose schemas others can create
+-- in; so nothing but pg_catalog is on its path, and it names the
+-- extension's own objects with their schema.
+ALTER FUNCTION snowflake_convert_column(regclass, name)
+    SET search_path = pg_catalog, pg_temp;
+
+-- New output columns need a new function; nothing depends on the old one.
+DROP FUNCTION snowflake_status();
+
+CREATE FUNCTION snowflake_status(OUT epoch timestamptz,
+                                 OUT timestamp_bits integer,
+                                 OUT node_bits integer,
+                                 OUT worker_bits integer,
+                                 OUT sequence_bits integer,
+                                 OUT node_id integer,
+                                 OUT max_drift_ms integer,
+                                 OUT slots_total integer,
+                                 OUT slots_used integer,
+                                 OUT ids_issued bigint,
+                                 OUT overflow_waits bigint,
+                                 OUT drift_ms bigint,
+                                 OUT reserved_until timestamptz,
+                                 OUT reservations bigint,
+                                 OUT clock_steps_back bigint,
+                                 OUT largest_step_back_ms bigint,
+                                 OUT instance_id uuid,
+                                 OUT node_collision boolean,
+                                 OUT registry_last_round timestamptz,
+                                 OUT registry_problem text)
+RETURNS record
+AS 'MODULE_PATHNAME', 'snowflake_status'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_status() IS
+    'Reports the layout, worker slots, the reservation, clock steps and the node registry';

@@ -1,0 +1,80 @@
+--
+-- Privileges: who may read and call what.  The grants on every object the
+-- extension creates are pinned here, with the owner and PUBLIC named as
+-- such; a new object or a new grant shows up as a difference.
+--
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS snowflake;
+RESET client_min_messages;
+
+CREATE TEMP VIEW extension_grants AS
+WITH members AS (
+    SELECT d.classid, d.objid,
+           pg_describe_object(d.classid, d.objid, 0) AS object,
+           coalesce(c.relacl, acldefault('r', c.relowner),
+                    p.proacl, acldefault('f', p.proowner)) AS acl,
+           coalesce(c.relowner, p.proowner) AS owner
+      FROM pg_depend AS d
+           JOIN pg_extension AS e ON e.oid = d.refobjid
+           LEFT JOIN pg_class AS c
+             ON d.classid = 'pg_class'::regclass AND c.oid = d.objid
+           LEFT JOIN pg_proc AS p
+             ON d.classid = 'pg_proc'::regclass AND p.oid = d.objid
+     WHERE d.refclassid = 'pg_extension'::regclass AND e.extname = 'snowflake'
+       AND d.deptype = 'e'
+)
+SELECT m.object, a.privilege_type,
+       CASE WHEN a.grantee = 0 THEN 'PUBLIC'
+            WHEN a.grantee = m.owner THEN 'owner'
+            ELSE a.grantee::regrole::text END AS grantee
+  FROM members AS m, aclexplode(m.acl) AS a
+UNION ALL
+SELECT m.object || ' column ' || att.attname, a.privilege_type,
+       CASE WHEN a.grantee = 0 THEN 'PUBLIC'
+            ELSE a.grantee::regrole::text END
+  FROM members AS m
+       JOIN pg_attribute AS att
+         ON m.classid = 'pg_class'::regclass AND att.attrelid = m.objid
+        AND att.attacl IS NOT NULL,
+       aclexplode(att.attacl) AS a;
+
+SELECT object, privilege_type, grantee
+  FROM extension_grants
+ ORDER BY object, grantee, privilege_type;
+
+CREATE ROLE regress_snowflake_user;
+CREATE ROLE regress_snowflake_monitor IN ROLE pg_monitor;
+
+-- Any role may generate and decode IDs, and read the layout history.
+SET ROLE regress_snowflake_user;
+SELECT snowflake_nextval() > 0 AS generates;
+SELECT node_id, worker_id >= 0 AS has_worker
+  FROM snowflake_decode(snowflake_nextval());
+SELECT count(*) > 0 AS reads_layouts FROM snowflake_layout;
+SELECT count(*) >= 0 AS reads_workers FROM snowflake_workers;
+-- It sees which node ids run and when they beat, not where they run.
+SELECT count(node_id) >= 0 AS reads_liveness,
+       count(last_seen) >= 0 AS reads_last_seen
+  FROM snowflake_nodes;
+\set VERBOSITY sqlstate
+SELECT host FROM snowflake_nodes;
+SELECT data_directory FROM snowflake_nodes;
+SELECT system_identifier FROM snowflake_nodes;
+SELECT port FROM snowflake_nodes;
+SELECT * FROM snowflake_nodes;
+-- Only the extension writes its tables.
+INSERT INTO snowflake_layout (first_id, epoch, node_bits, worker_bits, sequence_bits)
+    VALUES (1, now(), 3, 7, 12);
+DELETE FROM snowflake_nodes;
+\set VERBOSITY default
+RESET ROLE;
+
+-- Monitoring roles see all of the registry.
+SET ROLE regress_snowflake_monitor;
+SELECT count(host) >= 0 AND count(data_directory) >= 0
+       AND count(system_identifier) >= 0 AS monitor_reads_all
+  FROM snowflake_nodes;
+RESET ROLE;
+
+DROP ROLE regress_snowflake_user;
+DROP ROLE regress_snowflake_monitor;
