@@ -1,7 +1,7 @@
 /*
  * decode.cpp
- *	  snowflake_decode(): the fields of an ID, under the layout it was made
- *	  with.
+ *	  snowflake_decode() and snowflake_timestamp(): the fields of an ID,
+ *	  under the layout it was made with.
  */
 #include "postgres_headers.hpp"
 
@@ -12,20 +12,21 @@
 extern "C"
 {
 PG_FUNCTION_INFO_V1(snowflake_decode);
+PG_FUNCTION_INFO_V1(snowflake_timestamp);
 }
 
 /* The last Unix millisecond that timestamptz can hold. */
 static constexpr int64 kLastTimestampTzUnixMs =
 	(END_TIMESTAMP - 1) / 1000 + kPostgresEpochUnixMs;
 
-extern "C" Datum
-snowflake_decode(PG_FUNCTION_ARGS)
+/*
+ * The fields of "id" under the layout it was made with; *layout is set to
+ * that layout.  ERROR for an ID no layout can have made, or whose time
+ * timestamptz cannot hold.
+ */
+static snowflake::IdParts
+DecodeId(Oid fn_oid, int64 id, const snowflake::Layout **layout_out)
 {
-	int64		id = PG_GETARG_INT64(0);
-	TupleDesc	tupdesc;
-	Datum		values[4];
-	bool		nulls[4] = {false, false, false, false};
-
 	RequireSharedState();
 	if (id < 0)
 		ereport(ERROR,
@@ -33,7 +34,7 @@ snowflake_decode(PG_FUNCTION_ARGS)
 				 errmsg("snowflake ID %lld is out of range", static_cast<long long>(id)),
 				 errdetail("Snowflake IDs are never negative.")));
 
-	const snowflake::Layout &layout = LayoutForId(fcinfo->flinfo->fn_oid, id);
+	const snowflake::Layout &layout = LayoutForId(fn_oid, id);
 	snowflake::IdParts parts = snowflake::Decompose(layout, id);
 
 	if (parts.timestamp > kLastTimestampTzUnixMs - layout.epoch_ms)
@@ -42,12 +43,34 @@ snowflake_decode(PG_FUNCTION_ARGS)
 				 errmsg("snowflake ID %lld is out of range", static_cast<long long>(id)),
 				 errdetail("Its timestamp lies beyond the range of timestamptz under a "
 						   "layout with %d timestamp bits.", layout.TimestampBits())));
+	*layout_out = &layout;
+	return parts;
+}
+
+extern "C" Datum
+snowflake_decode(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
+	const snowflake::Layout *layout;
+	snowflake::IdParts parts = DecodeId(fcinfo->flinfo->fn_oid, PG_GETARG_INT64(0), &layout);
 
 	if (get_call_result_type(fcinfo, nullptr, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	values[0] = TimestampTzGetDatum(UnixMsToTimestampTz(layout.epoch_ms + parts.timestamp));
+	values[0] = TimestampTzGetDatum(UnixMsToTimestampTz(layout->epoch_ms + parts.timestamp));
 	values[1] = Int32GetDatum(static_cast<int32>(parts.node_id));
 	values[2] = Int32GetDatum(static_cast<int32>(parts.worker_id));
 	values[3] = Int32GetDatum(static_cast<int32>(parts.sequence));
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+}
+
+/* The timestamp alone: no row to build, for filters and sort keys. */
+extern "C" Datum
+snowflake_timestamp(PG_FUNCTION_ARGS)
+{
+	const snowflake::Layout *layout;
+	snowflake::IdParts parts = DecodeId(fcinfo->flinfo->fn_oid, PG_GETARG_INT64(0), &layout);
+
+	PG_RETURN_TIMESTAMPTZ(UnixMsToTimestampTz(layout->epoch_ms + parts.timestamp));
 }

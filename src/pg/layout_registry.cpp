@@ -334,3 +334,26 @@ LayoutForId(Oid fn_oid, int64 id)
 		i--;
 	return history[i].layout;
 }
+
+/* The Unix millisecond of the first ID a history entry covers. */
+static int64
+StartUnixMs(const snowflake::Layout &layout, int64 first_id)
+{
+	return layout.epoch_ms + snowflake::Decompose(layout, first_id).timestamp;
+}
+
+const snowflake::Layout &
+LayoutForUnixMs(Oid fn_oid, int64 unix_ms)
+{
+	LoadHistory(fn_oid);
+	if (standing == Standing::kUnrecorded ||
+		(standing == Standing::kSuccessor &&
+		 unix_ms >= StartUnixMs(g_settings.layout, successor_first_id)))
+		return g_settings.layout;
+
+	int			i = history_len - 1;
+
+	while (i > 0 && StartUnixMs(history[i].layout, history[i].first_id) > unix_ms)
+		i--;
+	return history[i].layout;
+}

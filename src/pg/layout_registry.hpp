@@ -40,6 +40,13 @@ void		EnsureRunningLayoutRecorded(Oid fn_oid);
  */
 const snowflake::Layout &LayoutForId(Oid fn_oid, int64 id);
 
+/*
+ * The layout in force at Unix time "unix_ms" in this database: the newest
+ * one of LayoutForId()'s whose first ID's millisecond is not after it (the
+ * oldest one for earlier times).
+ */
+const snowflake::Layout &LayoutForUnixMs(Oid fn_oid, int64 unix_ms);
+
 /* "epoch …, N node bits, …", for messages. */
 char	   *DescribeLayout(const snowflake::Layout &layout);
 

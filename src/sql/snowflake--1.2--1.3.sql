@@ -47,3 +47,29 @@ LANGUAGE C VOLATILE PARALLEL SAFE;
 
 COMMENT ON FUNCTION snowflake_status() IS
     'Reports the layout, worker slots, the reservation, clock steps and the node registry';
+
+-- Time to ID and back.  STABLE: the answer follows the layout history in
+-- snowflake_layout.  Usable in index conditions on the primary key.
+CREATE FUNCTION snowflake_timestamp(id bigint)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'snowflake_timestamp'
+LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_timestamp(bigint) IS
+    'Returns the timestamp of a snowflake ID';
+
+CREATE FUNCTION snowflake_min_id(ts timestamptz)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'snowflake_min_id'
+LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_min_id(timestamptz) IS
+    'Returns the smallest snowflake ID that can carry the millisecond of ts';
+
+CREATE FUNCTION snowflake_max_id(ts timestamptz)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'snowflake_max_id'
+LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_max_id(timestamptz) IS
+    'Returns the largest snowflake ID that can carry the millisecond of ts';

@@ -1,0 +1,79 @@
+/*
+ * time_bounds.cpp
+ *	  snowflake_min_id() and snowflake_max_id(): the IDs that can carry a
+ *	  given millisecond, so that a time range becomes a range of the
+ *	  primary key.
+ *
+ * Bounds come from the layout in force at that time in this database (the
+ * snowflake_layout history), so
+ *	  id >= snowflake_min_id(a) AND id < snowflake_min_id(b)
+ * selects the IDs whose timestamp lies in [a, b), on any node and worker.
+ * A time before the layout's epoch has no IDs: snowflake_min_id() gives 0
+ * (every ID is at or above it) and snowflake_max_id() gives -1 (none is at
+ * or below it).  A time past the layout's last millisecond is an error:
+ * no bigint lies above every ID there.
+ */
+#include "postgres_headers.hpp"
+
+#include "layout_registry.hpp"
+#include "shared_state.hpp"
+#include "timestamps.hpp"
+
+extern "C"
+{
+PG_FUNCTION_INFO_V1(snowflake_min_id);
+PG_FUNCTION_INFO_V1(snowflake_max_id);
+}
+
+namespace {
+
+enum class Bound
+{
+	kSmallest,
+	kLargest,
+};
+
+[[noreturn]] void
+ReportPastLayout(TimestampTz ts, const snowflake::Layout &layout)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			 errmsg("timestamp %s lies beyond the snowflake layout",
+					TIMESTAMP_NOT_FINITE(ts) ? "infinity" : timestamptz_to_str(ts)),
+			 errdetail("The layout's last millisecond is %s.",
+					   timestamptz_to_str(UnixMsToTimestampTz(layout.LastUnixMs())))));
+}
+
+int64
+IdBound(FunctionCallInfo fcinfo, Bound bound)
+{
+	TimestampTz ts = PG_GETARG_TIMESTAMPTZ(0);
+
+	RequireSharedState();
+	if (TIMESTAMP_IS_NOBEGIN(ts))
+		return bound == Bound::kSmallest ? 0 : -1;
+
+	int64		unix_ms = TimestampTzToUnixMs(ts);
+	const snowflake::Layout &layout = LayoutForUnixMs(fcinfo->flinfo->fn_oid, unix_ms);
+
+	if (TIMESTAMP_IS_NOEND(ts) || unix_ms > layout.LastUnixMs())
+		ReportPastLayout(ts, layout);
+	if (unix_ms < layout.epoch_ms)
+		return bound == Bound::kSmallest ? 0 : -1;
+	return bound == Bound::kSmallest ? snowflake::SmallestIdFrom(layout, unix_ms) :
+		snowflake::LargestIdUntil(layout, unix_ms);
+}
+
+}							/* namespace */
+
+extern "C" Datum
+snowflake_min_id(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(IdBound(fcinfo, Bound::kSmallest));
+}
+
+extern "C" Datum
+snowflake_max_id(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(IdBound(fcinfo, Bound::kLargest));
+}
