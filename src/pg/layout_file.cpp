@@ -15,33 +15,63 @@
 #include "layout_registry.hpp"
 #include "settings.hpp"
 
-/* False if there is no file yet; FATAL if it cannot be read. */
+/* The epochs snowflake.epoch can express: years 0000 to 9999. */
+static constexpr int64 kFirstEpochMs = INT64CONST(-62167219200000);
+static constexpr int64 kLastEpochMs = INT64CONST(253402300799999);
+
+static constexpr const char *kLayoutHint =
+	"Restore the file from a backup of the data directory, or write in it, on one "
+	"line, the layout this data directory last ran with: its epoch in Unix "
+	"milliseconds and its node, worker and sequence bits, separated by spaces.";
+
+/* False if there is no file yet; FATAL if it cannot be read or is corrupt. */
 static bool
 ReadLayoutFile(snowflake::Layout *layout)
 {
-	char	   *path = DataDirectoryFile(kLayoutFileName);
-	char		line[128];
-	long long	epoch_ms;
+	char		path[MAXPGPATH];
+	char		detail[kStateProblemSize];
+	int64		fields[4];
 
-	if (!ReadSmallFile(path, line, sizeof(line), FATAL))
+	DataDirectoryFile(kLayoutFileName, path);
+	if (!ReadStateFile(path, "layout", fields, 4, kLayoutHint))
 		return false;
-	if (sscanf(line, "%lld %d %d %d", &epoch_ms, &layout->node_bits,
-			   &layout->worker_bits, &layout->sequence_bits) != 4 ||
-		snowflake::CheckWidths(*layout) != snowflake::WidthProblem::kOk)
-		ereport(FATAL,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("file \"%s\" does not hold a snowflake layout", path)));
-	layout->epoch_ms = epoch_ms;
+	if (fields[0] < kFirstEpochMs || fields[0] > kLastEpochMs)
+	{
+		snprintf(detail, sizeof(detail),
+				 "The epoch, " INT64_FORMAT " (Unix ms), is out of range.", fields[0]);
+		ReportCorruptStateFile(path, "layout", detail, kLayoutHint);
+	}
+	for (int i = 1; i < 4; i++)
+		if (fields[i] < 0 || fields[i] > snowflake::kUsableBits)
+		{
+			snprintf(detail, sizeof(detail), "The width " INT64_FORMAT " is out of range.",
+					 fields[i]);
+			ReportCorruptStateFile(path, "layout", detail, kLayoutHint);
+		}
+	layout->epoch_ms = fields[0];
+	layout->node_bits = static_cast<int>(fields[1]);
+	layout->worker_bits = static_cast<int>(fields[2]);
+	layout->sequence_bits = static_cast<int>(fields[3]);
+	if (snowflake::CheckWidths(*layout) != snowflake::WidthProblem::kOk)
+	{
+		snprintf(detail, sizeof(detail),
+				 "The widths %d, %d and %d do not form a valid layout.",
+				 layout->node_bits, layout->worker_bits, layout->sequence_bits);
+		ReportCorruptStateFile(path, "layout", detail, kLayoutHint);
+	}
 	return true;
 }
 
 static void
 WriteLayoutFile(const snowflake::Layout &layout)
 {
-	WriteFileDurably(DataDirectoryFile(kLayoutFileName),
-					 psprintf("%lld %d %d %d\n", static_cast<long long>(layout.epoch_ms),
-							  layout.node_bits, layout.worker_bits, layout.sequence_bits),
-					 FATAL);
+	char		path[MAXPGPATH];
+	int64		fields[4] = {
+		layout.epoch_ms, layout.node_bits, layout.worker_bits, layout.sequence_bits
+	};
+
+	DataDirectoryFile(kLayoutFileName, path);
+	WriteStateFile(path, fields, 4, FATAL);
 }
 
 bool		g_new_data_directory = false;

@@ -8,6 +8,9 @@
  * synchronous standby confirmed it, and the file says at least as much.
  * The file only ever grows: durable_until, guarded by reservation_lock,
  * is the largest value written, and a new record always exceeds it.
+ *
+ * Nothing on the paths taken per record (writing the file, replay)
+ * allocates memory: they run in long-lived processes.
  */
 #include "postgres_headers.hpp"
 
@@ -32,28 +35,47 @@ ToUnixMs(int64 timestamp)
 	return timestamp + g_settings.layout.epoch_ms;
 }
 
-static bool
-ReadReservationFile(int64 *unix_ms, int elevel)
+bool
+ReadReservationFile(int64 *unix_ms)
 {
-	char	   *path = DataDirectoryFile(kReservationFileName);
-	char		line[64];
-	long long	value;
+	char		path[MAXPGPATH];
+	char		hint[256];
+	char		detail[kStateProblemSize];
+	int64		now_ms = NowUnixMs();
 
-	if (!ReadSmallFile(path, line, sizeof(line), elevel))
+	snprintf(hint, sizeof(hint),
+			 "Restore the file from a backup of the data directory, or write in it, "
+			 "on one line, a Unix time in milliseconds later than every ID this server "
+			 "can have issued, such as the current time plus " INT64_FORMAT " ms: "
+			 INT64_FORMAT ".",
+			 static_cast<int64>(kMaxReachAheadMs), now_ms + kMaxReachAheadMs);
+	DataDirectoryFile(kReservationFileName, path);
+	if (!ReadStateFile(path, "reservation", unix_ms, 1, hint))
 		return false;
-	if (sscanf(line, "%lld", &value) != 1)
-		ereport(elevel,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("file \"%s\" does not hold a snowflake reservation", path)));
-	*unix_ms = value;
+	if (*unix_ms < 0)
+	{
+		snprintf(detail, sizeof(detail), "The reservation, " INT64_FORMAT ", is negative.",
+				 *unix_ms);
+		ReportCorruptStateFile(path, "reservation", detail, hint);
+	}
+	if (*unix_ms > g_settings.layout.LastUnixMs())
+	{
+		snprintf(detail, sizeof(detail),
+				 "The reservation, " INT64_FORMAT " (Unix ms), lies beyond the last "
+				 "millisecond of the running layout, " INT64_FORMAT ".",
+				 *unix_ms, static_cast<int64>(g_settings.layout.LastUnixMs()));
+		ReportCorruptStateFile(path, "reservation", detail, hint);
+	}
 	return true;
 }
 
 static void
 WriteReservationFile(int64 unix_ms)
 {
-	WriteFileDurably(DataDirectoryFile(kReservationFileName),
-					 psprintf("%lld\n", static_cast<long long>(unix_ms)), ERROR);
+	char		path[MAXPGPATH];
+
+	DataDirectoryFile(kReservationFileName, path);
+	WriteStateFile(path, &unix_ms, 1, ERROR);
 }
 
 /* Raises reserved_until to "timestamp" unless it is higher already. */
@@ -74,7 +96,7 @@ LoadReservation(SharedState *state)
 {
 	int64		unix_ms = 0;
 
-	state->reservation_known = ReadReservationFile(&unix_ms, FATAL);
+	state->reservation_known = ReadReservationFile(&unix_ms);
 	pg_atomic_init_u64(&state->reserved_until,
 					   static_cast<uint64>(state->reservation_known ? ToTimestamp(unix_ms) : 0));
 	state->durable_until = ReservedUntil(state);

@@ -22,6 +22,13 @@
 /* File name, relative to the data directory. */
 constexpr const char *kReservationFileName = "snowflake.reservation";
 
+/*
+ * Reads $PGDATA/snowflake.reservation into "unix_ms".  False if there is no
+ * such file; FATAL (SQLSTATE XX001) if its content is malformed or not a
+ * possible reservation for the running layout.
+ */
+bool		ReadReservationFile(int64 *unix_ms);
+
 /* Reads the file into freshly set-up shared memory (postmaster). */
 void		LoadReservation(SharedState *state);
 
