@@ -3,7 +3,9 @@
  *	  Reading and durably replacing $PGDATA/snowflake.layout.
  *
  * The file is one line of text, "epoch_ms node_bits worker_bits
- * sequence_bits", so an operator can read it.
+ * sequence_bits", so an operator can read it.  It is checked in the
+ * postmaster at start, but written only once the server has started and
+ * before its first ID (see FixFloorLocked).
  */
 #include "postgres_headers.hpp"
 
@@ -13,6 +15,7 @@
 #include "durable_file.hpp"
 #include "layout_file.hpp"
 #include "layout_registry.hpp"
+#include "reservation.hpp"
 #include "settings.hpp"
 
 /* The epochs snowflake.epoch can express: years 0000 to 9999. */
@@ -62,19 +65,10 @@ ReadLayoutFile(snowflake::Layout *layout)
 	return true;
 }
 
-static void
-WriteLayoutFile(const snowflake::Layout &layout)
-{
-	char		path[MAXPGPATH];
-	int64		fields[4] = {
-		layout.epoch_ms, layout.node_bits, layout.worker_bits, layout.sequence_bits
-	};
-
-	DataDirectoryFile(kLayoutFileName, path);
-	WriteStateFile(path, fields, 4, FATAL);
-}
-
 bool		g_new_data_directory = false;
+
+/* The file does not hold the running layout yet (set in the postmaster). */
+static bool layout_to_record = false;
 
 void
 CheckLayoutOfDataDirectory(void)
@@ -84,28 +78,48 @@ CheckLayoutOfDataDirectory(void)
 	int64		now_ms = NowUnixMs();
 
 	g_new_data_directory = !ReadLayoutFile(&last);
-	if (!g_new_data_directory)
-	{
-		if (last == running)
-			return;
+	layout_to_record = g_new_data_directory || last != running;
+	if (g_new_data_directory || last == running)
+		return;
 
-		/*
-		 * New IDs are not older than this start; old ones reach at most
-		 * kMaxReachAheadMs past it.
-		 */
-		if (!snowflake::IsProvableSuccessor(last, now_ms + kMaxReachAheadMs, running, now_ms))
-			ereport(FATAL,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("the snowflake layout differs from the layout this data "
-							"directory last ran with"),
-					 errdetail("Last: %s. Now: %s. Not every new ID would be larger "
-							   "than every ID already issued.",
-							   DescribeLayout(last), DescribeLayout(running)),
-					 errhint("Restore the previous snowflake.* settings, or see "
-							 "\"Changing the layout\" in the snowflake documentation.")));
-		ereport(LOG,
-				(errmsg("snowflake layout changed from %s to %s",
-						DescribeLayout(last), DescribeLayout(running))));
-	}
-	WriteLayoutFile(running);
+	/*
+	 * New IDs are not older than this start; old ones reach at most
+	 * kMaxReachAheadMs past it, or the recorded reservation.
+	 */
+	int64		reservation_unix_ms = -1;
+
+	if (!ReadReservationFile(&reservation_unix_ms))
+		reservation_unix_ms = -1;
+
+	int64		old_reach_ms = EarlierIdsReachUnixMs(now_ms, reservation_unix_ms);
+
+	if (!snowflake::IsProvableSuccessor(last, old_reach_ms, running, now_ms))
+		ereport(FATAL,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the snowflake layout differs from the layout this data "
+						"directory last ran with"),
+				 errdetail("Last: %s. Now: %s. Not every new ID would be larger "
+						   "than every ID already issued.",
+						   DescribeLayout(last), DescribeLayout(running)),
+				 errhint("Restore the previous snowflake.* settings, or see "
+						 "\"Changing the layout\" in the snowflake documentation.")));
+	ereport(LOG,
+			(errmsg("snowflake layout changed from %s to %s",
+					DescribeLayout(last), DescribeLayout(running))));
+}
+
+void
+RecordLayoutOfDataDirectory(void)
+{
+	const snowflake::Layout &running = g_settings.layout;
+	char		path[MAXPGPATH];
+	int64		fields[4] = {
+		running.epoch_ms, running.node_bits, running.worker_bits, running.sequence_bits
+	};
+
+	if (!layout_to_record)
+		return;
+	DataDirectoryFile(kLayoutFileName, path);
+	WriteStateFile(path, fields, 4, ERROR);
+	layout_to_record = false;
 }

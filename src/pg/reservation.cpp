@@ -120,30 +120,51 @@ ReplayReservation(int64 until_unix_ms)
 	WriteReservationFile(until_unix_ms);
 }
 
-/* Caller holds reservation_lock; recovery has ended. */
+/*
+ * Caller holds reservation_lock; recovery has ended.  Before the floor is
+ * published, and so before any ID: records the running layout in the data
+ * directory (only now that the server has started, so that a start that
+ * failed does not lock in a layout no ID was issued under), and writes a
+ * reservation file if there is none, so that from now on only a 1.0 data
+ * directory (or a deleted file) lacks one.  A failure leaves the floor
+ * unfixed; the next caller tries again.
+ */
 static void
 FixFloorLocked(SharedState *state)
 {
+	int64		floor;
+
 	if (state->floor_ready)
 		return;
-	state->floor_from_reservation = state->reservation_known;
 	if (state->reservation_known)
-		state->floor_timestamp = ReservedUntil(state) + 1;
+		floor = ReservedUntil(state) + 1;
 	else if (g_new_data_directory)
 	{
 		/* Nothing was ever issued here: the clock is the only bound. */
-		state->floor_timestamp = state->started_unix_ms - g_settings.layout.epoch_ms;
+		floor = state->started_unix_ms - g_settings.layout.epoch_ms;
 	}
 	else
 	{
 		/*
-		 * Nothing was reserved, but IDs may have been issued (an upgrade
-		 * from a version without reservations, or the file was removed):
-		 * none can reach beyond the start time + max_drift.
+		 * Nothing was reserved, but snowflake 1.0 may have issued IDs here
+		 * (or the file was removed): none reaches past the start +
+		 * kVersion10ReachAheadMs (see there for why not kMaxReachAheadMs).
 		 */
-		state->floor_timestamp = state->started_unix_ms - g_settings.layout.epoch_ms +
-			g_settings.max_drift_ms + 1;
+		floor = state->started_unix_ms - g_settings.layout.epoch_ms +
+			kVersion10ReachAheadMs + 1;
 	}
+
+	RecordLayoutOfDataDirectory();
+	if (!state->reservation_known)
+	{
+		/* Not a record: snowflake_status() still shows none before the first. */
+		WriteReservationFile(ToUnixMs(floor - 1));
+		state->durable_until = floor - 1;
+		RaiseReservedUntil(state, floor - 1);
+	}
+
+	state->floor_from_reservation = state->reservation_known;
+	state->floor_timestamp = floor;
 	pg_write_barrier();
 	state->floor_ready = true;
 }
@@ -159,6 +180,22 @@ GenerationFloor(SharedState *state)
 	}
 	pg_read_barrier();
 	return state->floor_timestamp;
+}
+
+int64
+EarlierIdsReachUnixMs(SharedState *state)
+{
+	int64		reservation_unix_ms = -1;
+
+	if (state->floor_ready)
+	{
+		pg_read_barrier();
+		if (state->floor_from_reservation)
+			reservation_unix_ms = ToUnixMs(state->floor_timestamp - 1);
+	}
+	else if (state->reservation_known)
+		reservation_unix_ms = ToUnixMs(ReservedUntil(state));
+	return EarlierIdsReachUnixMs(state->started_unix_ms, reservation_unix_ms);
 }
 
 int64

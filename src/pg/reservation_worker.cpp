@@ -93,6 +93,13 @@ snowflake_reservation_main(Datum arg)
 													   "snowflake reservation tick",
 													   ALLOCSET_SMALL_SIZES);
 
+	/*
+	 * Fix the floor now, not at the first ID: that records the layout and
+	 * the reservation file as soon as the server has started.
+	 */
+	if (!RecoveryInProgress())
+		(void) GenerationFloor(state);
+
 	for (;;)
 	{
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
