@@ -6,8 +6,10 @@
  * Invariant: a timestamp is published in reserved_until (and so usable by
  * the hot path) only after a WAL record covering it was flushed, any
  * synchronous standby confirmed it, and the file says at least as much.
- * The file only ever grows: durable_until, guarded by reservation_lock,
- * is the largest value written, and a new record always exceeds it.
+ * While the server runs, the file only grows: durable_until, guarded by
+ * reservation_lock, is the largest value written, and a new record always
+ * exceeds it.  Only the postmaster, at its normal exit, lowers it to the
+ * newest timestamp really issued, when no other process is left.
  *
  * Nothing on the paths taken per record (writing the file, replay)
  * allocates memory: they run in long-lived processes.
@@ -269,4 +271,26 @@ ExtendReservation(SharedState *state, int64 needed, int64 wanted)
 	if (!XLogRecPtrIsInvalid(lsn))
 		WaitForSynchronousStandbys(lsn);
 	RaiseReservedUntil(state, until);
+}
+
+void
+RecordIssuedAtExit(int code, Datum arg)
+{
+	SharedState *state = reinterpret_cast<SharedState *>(DatumGetPointer(arg));
+	char		path[MAXPGPATH];
+
+	/* A crash (code 1) leaves the reservation, which WAL replay may raise. */
+	if (code != 0 || !state->floor_ready)
+		return;
+
+	int64		newest = NewestIssuedTimestamp(state);
+
+	if (newest < 0 || newest >= state->durable_until)
+		return;
+
+	int64		unix_ms = ToUnixMs(newest);
+
+	/* On failure the file keeps the reservation, which is safe. */
+	if (snprintf(path, sizeof(path), "%s/%s", DataDir, kReservationFileName) < MAXPGPATH)
+		WriteStateFile(path, &unix_ms, 1, LOG);
 }

@@ -60,6 +60,15 @@ EarlierIdsReachUnixMs(int64 start_unix_ms, int64 reservation_unix_ms)
 /* The same for this run of the server, from its shared state. */
 int64		EarlierIdsReachUnixMs(SharedState *state);
 
+/*
+ * on_shmem_exit callback of the postmaster (arg: the SharedState).  At a
+ * normal exit (code 0) of a server that issued IDs, every other process has
+ * exited, so the slots hold the last IDs really issued: records the newest
+ * one's timestamp as the reservation, so the next start resumes just above
+ * it.
+ */
+void		RecordIssuedAtExit(int code, Datum arg);
+
 /* Redo of a reservation record: raises the reservation to "until_unix_ms". */
 void		ReplayReservation(int64 until_unix_ms);
 
