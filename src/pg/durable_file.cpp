@@ -1,21 +1,33 @@
 /*
  * durable_file.cpp
- *	  Plain POSIX I/O for the extension's state files.  Usable in the
- *	  postmaster (before fd.c is set up), the startup process and backends;
- *	  no descriptor stays open across an ereport.
+ *	  Plain POSIX I/O and strict parsing for the extension's state files.
+ *	  Usable in the postmaster (before fd.c is set up, and while it exits),
+ *	  the startup process and backends; no descriptor stays open across an
+ *	  ereport, and nothing is allocated.
  */
 #include "postgres_headers.hpp"
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include "durable_file.hpp"
 
-char *
-DataDirectoryFile(const char *name)
+/* Longer than any valid state line: 4 fields of at most 20 characters. */
+static constexpr size_t kStateFileBufferSize = 128;
+
+/* How much of a bad field a detail quotes. */
+static constexpr size_t kQuotedFieldChars = 24;
+
+void
+DataDirectoryFile(const char *name, char *path)
 {
-	return psprintf("%s/%s", DataDir, name);
+	if (snprintf(path, MAXPGPATH, "%s/%s", DataDir, name) >= MAXPGPATH)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("data directory path is too long for file \"%s\"", name)));
 }
 
 /* Closes fd (if open) keeping errno, then reports "what" on "path". */
@@ -32,57 +44,262 @@ FailOnFile(int fd, const char *what, const char *path, int elevel)
 			 errmsg("could not %s file \"%s\": %m", what, path)));
 }
 
+void
+ReportCorruptStateFile(const char *path, const char *what, const char *detail,
+					   const char *hint)
+{
+	ereport(FATAL,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("file \"%s\" does not hold a valid snowflake %s", path, what),
+			 errdetail("%s", detail),
+			 errhint("%s", hint)));
+	pg_unreachable();
+}
+
+/*
+ * Copies the field [begin, end) into "out" (kQuotedFieldChars + 4 bytes)
+ * for a message: bytes that are not printable ASCII become '?', and a long
+ * field is cut with "...".
+ */
+static void
+QuoteField(const char *begin, const char *end, char *out)
+{
+	size_t		n = 0;
+
+	for (const char *p = begin; p < end && n < kQuotedFieldChars; p++)
+		out[n++] = (*p >= 0x20 && *p < 0x7f) ? *p : '?';
+	if (static_cast<size_t>(end - begin) > kQuotedFieldChars)
+	{
+		memcpy(out + n, "...", 3);
+		n += 3;
+	}
+	out[n] = '\0';
+}
+
+/* Parses one field [begin, end) as a decimal int64. */
+static bool
+ParseField(const char *begin, const char *end, int64 *value, char *problem)
+{
+	char		quoted[kQuotedFieldChars + 4];
+	char		digits[32];
+	const char *p = begin;
+	size_t		length = static_cast<size_t>(end - begin);
+
+	QuoteField(begin, end, quoted);
+	if (p < end && *p == '-')
+		p++;
+	if (p == end)
+	{
+		snprintf(problem, kStateProblemSize, "\"%s\" is not a decimal integer.", quoted);
+		return false;
+	}
+	for (; p < end; p++)
+		if (*p < '0' || *p > '9')
+		{
+			snprintf(problem, kStateProblemSize, "\"%s\" is not a decimal integer.",
+					 quoted);
+			return false;
+		}
+	if (length >= sizeof(digits))
+	{
+		snprintf(problem, kStateProblemSize, "\"%s\" is out of range.", quoted);
+		return false;
+	}
+	memcpy(digits, begin, length);
+	digits[length] = '\0';
+
+	char	   *stop = nullptr;
+
+	errno = 0;
+	long long	parsed = strtoll(digits, &stop, 10);
+
+	if (errno == ERANGE)
+	{
+		snprintf(problem, kStateProblemSize, "\"%s\" is out of range.", quoted);
+		return false;
+	}
+	if (errno != 0 || stop != digits + length)
+	{
+		snprintf(problem, kStateProblemSize, "\"%s\" is not a decimal integer.", quoted);
+		return false;
+	}
+	*value = static_cast<int64>(parsed);
+	return true;
+}
+
 bool
-ReadSmallFile(const char *path, char *buf, size_t size, int elevel)
+ParseStateLine(const char *text, size_t length, int64 *values, int count, char *problem)
+{
+	Assert(count >= 1 && count <= kMaxStateFields);
+	if (length == 0)
+	{
+		snprintf(problem, kStateProblemSize, "The file is empty.");
+		return false;
+	}
+
+	const char *end = static_cast<const char *>(memchr(text, '\n', length));
+
+	if (end == nullptr)
+	{
+		snprintf(problem, kStateProblemSize,
+				 "The file does not end with a newline; it may have been cut short.");
+		return false;
+	}
+	if (end != text + length - 1)
+	{
+		snprintf(problem, kStateProblemSize, "The file holds more than one line.");
+		return false;
+	}
+	if (memchr(text, '\0', length) != nullptr)
+	{
+		snprintf(problem, kStateProblemSize, "The file holds a NUL byte.");
+		return false;
+	}
+	if (end == text)
+	{
+		snprintf(problem, kStateProblemSize, "The line is empty.");
+		return false;
+	}
+
+	int			fields = 1;
+
+	for (const char *p = text; p < end; p++)
+		if (*p == ' ')
+			fields++;
+	if (fields != count)
+	{
+		snprintf(problem, kStateProblemSize,
+				 "The line holds %d space-separated fields, not %d.", fields, count);
+		return false;
+	}
+
+	const char *begin = text;
+
+	for (int i = 0; i < count; i++)
+	{
+		const char *stop = static_cast<const char *>(memchr(begin, ' ', end - begin));
+
+		if (stop == nullptr)
+			stop = end;
+		if (!ParseField(begin, stop, &values[i], problem))
+			return false;
+		begin = stop + 1;
+	}
+	return true;
+}
+
+/*
+ * Reads all of "path" into buf, up to "size" bytes.  Returns the length, or
+ * -1 if the file does not exist, or "size" if it is longer than that.
+ */
+static ssize_t
+ReadWholeFile(const char *path, char *buf, size_t size)
 {
 	int			fd = open(path, O_RDONLY);
+	size_t		length = 0;
 
 	if (fd < 0)
 	{
 		if (errno == ENOENT)
-			return false;
-		FailOnFile(fd, "open", path, elevel);
-		return false;
+			return -1;
+		FailOnFile(fd, "open", path, FATAL);
 	}
-
-	ssize_t		n = read(fd, buf, size - 1);
-
-	if (n < 0)
+	for (;;)
 	{
-		FailOnFile(fd, "read", path, elevel);
-		return false;
+		ssize_t		n = read(fd, buf + length, size - length);
+
+		if (n < 0)
+		{
+			if (errno == EINTR)
+				continue;
+			FailOnFile(fd, "read", path, FATAL);
+		}
+		if (n == 0)
+			break;
+		length += static_cast<size_t>(n);
+		if (length == size)
+			break;
 	}
 	close(fd);
-	buf[n] = '\0';
+	return static_cast<ssize_t>(length);
+}
+
+bool
+ReadStateFile(const char *path, const char *what, int64 *values, int count,
+			  const char *hint)
+{
+	char		buf[kStateFileBufferSize];
+	char		problem[kStateProblemSize];
+	ssize_t		length = ReadWholeFile(path, buf, sizeof(buf));
+
+	if (length < 0)
+		return false;
+	if (static_cast<size_t>(length) == sizeof(buf))
+		ReportCorruptStateFile(path, what, "The file is longer than any valid content.",
+							   hint);
+	if (!ParseStateLine(buf, static_cast<size_t>(length), values, count, problem))
+		ReportCorruptStateFile(path, what, problem, hint);
 	return true;
 }
 
-void
-WriteFileDurably(const char *path, const char *content, int elevel)
+bool
+WriteStateFile(const char *path, const int64 *values, int count, int elevel)
 {
-	char	   *temporary = psprintf("%s.tmp", path);
-	size_t		length = strlen(content);
+	char		temporary[MAXPGPATH];
+	char		content[kStateFileBufferSize];
+	size_t		length = 0;
+
+	Assert(count >= 1 && count <= kMaxStateFields);
+	for (int i = 0; i < count; i++)
+		length += snprintf(content + length, sizeof(content) - length, "%s%lld",
+						   i == 0 ? "" : " ", static_cast<long long>(values[i]));
+	content[length++] = '\n';
+
+	if (snprintf(temporary, sizeof(temporary), "%s.tmp", path) >= MAXPGPATH)
+	{
+		errno = ENAMETOOLONG;
+		FailOnFile(-1, "create", path, elevel);
+		return false;
+	}
+
 	int			fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, pg_file_create_mode);
 
 	if (fd < 0)
+	{
 		FailOnFile(fd, "create", temporary, elevel);
+		return false;
+	}
+	errno = 0;
 	if (write(fd, content, length) != static_cast<ssize_t>(length))
 	{
 		if (errno == 0)
 			errno = ENOSPC;
 		FailOnFile(fd, "write", temporary, elevel);
+		return false;
 	}
 	if (fsync(fd) != 0)
+	{
 		FailOnFile(fd, "fsync", temporary, elevel);
+		return false;
+	}
 	if (close(fd) != 0)
+	{
 		FailOnFile(-1, "close", temporary, elevel);
+		return false;
+	}
 	if (rename(temporary, path) != 0)
+	{
 		FailOnFile(-1, "rename", temporary, elevel);
+		return false;
+	}
 
 	int			dir = open(DataDir, O_RDONLY);
 
 	if (dir < 0 || fsync(dir) != 0)
+	{
 		FailOnFile(dir, "fsync", DataDir, elevel);
+		return false;
+	}
 	close(dir);
-	pfree(temporary);
+	return true;
 }

@@ -1,28 +1,62 @@
 /*
  * durable_file.hpp
  *	  Small one-line state files in the data directory, replaced atomically
- *	  and durably.
+ *	  and durably, and parsed strictly.
+ *
+ * State file: $PGDATA/snowflake.reservation or $PGDATA/snowflake.layout.
+ * Each holds one line of decimal integers separated by single spaces and
+ * ended by a newline.  Nothing here allocates memory: these functions run
+ * once per reservation record in long-lived processes (the reservation
+ * worker, the startup process of a standby) and at postmaster exit.
  */
 #ifndef SNOWFLAKE_PG_DURABLE_FILE_HPP
 #define SNOWFLAKE_PG_DURABLE_FILE_HPP
 
 #include "postgres_headers.hpp"
 
-/* $PGDATA/<name>, allocated in the current memory context. */
-char	   *DataDirectoryFile(const char *name);
+/* The most integers a state file holds. */
+constexpr int kMaxStateFields = 4;
+
+/* Room for the detail of a parse failure. */
+constexpr size_t kStateProblemSize = 160;
+
+/* Writes $PGDATA/<name> into "path" (MAXPGPATH bytes). */
+void		DataDirectoryFile(const char *name, char *path);
 
 /*
- * Reads up to size - 1 bytes of "path" into buf, NUL-terminated.  False if
- * the file does not exist; reports other failures at "elevel".
+ * Reads the state file "path", which holds a snowflake "what" (a noun for
+ * messages), as exactly "count" integers into "values".  Returns false if
+ * the file does not exist.  FATAL on a read failure, and on content that is
+ * not such a line: the message names the file, the detail says what is
+ * wrong, and "hint" says what to do.
  */
-bool		ReadSmallFile(const char *path, char *buf, size_t size, int elevel);
+bool		ReadStateFile(const char *path, const char *what, int64 *values, int count,
+						  const char *hint);
 
 /*
- * Replaces "path" with "content": a temporary file is written and fsynced,
- * renamed over the old one, and the directory fsynced, so a crash leaves the
- * old or the new content, never a mix.  Failures are reported at "elevel"
- * (ERROR or higher) after the file descriptors are closed.
+ * Raises the FATAL (SQLSTATE XX001) for a state file whose content is
+ * unusable, with "detail" saying why.
  */
-void		WriteFileDurably(const char *path, const char *content, int elevel);
+[[noreturn]] void ReportCorruptStateFile(const char *path, const char *what,
+										 const char *detail, const char *hint);
+
+/*
+ * Parses "text" ("length" bytes, not necessarily NUL-terminated) as one line
+ * of exactly "count" decimal integers, each optionally negative, separated by
+ * single spaces and ended by one newline, with no other byte and no value
+ * beyond int64.  Returns false and describes the problem in "problem"
+ * (kStateProblemSize bytes) if it is not.
+ */
+bool		ParseStateLine(const char *text, size_t length, int64 *values, int count,
+						   char *problem);
+
+/*
+ * Replaces "path" with the one-line state "values": a temporary file is
+ * written and fsynced, renamed over the old one, and the directory fsynced,
+ * so a crash leaves the old or the new content, never a mix.  A failure is
+ * reported at "elevel" after the file descriptors are closed; below ERROR,
+ * the function then returns false.
+ */
+bool		WriteStateFile(const char *path, const int64 *values, int count, int elevel);
 
 #endif							/* SNOWFLAKE_PG_DURABLE_FILE_HPP */

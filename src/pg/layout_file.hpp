@@ -22,9 +22,16 @@ extern bool g_new_data_directory;
 
 /*
  * FATAL if the running layout may not replace the one recorded in the data
- * directory; otherwise records the running layout.  Called once, in the
- * postmaster, after the settings were validated.
+ * directory.  Called once, in the postmaster, after the settings were
+ * validated.
  */
 void		CheckLayoutOfDataDirectory(void);
+
+/*
+ * Records the running layout in the data directory if it is not recorded
+ * yet: once startup has succeeded, before the first ID.  ERROR if the file
+ * cannot be written.
+ */
+void		RecordLayoutOfDataDirectory(void);
 
 #endif							/* SNOWFLAKE_PG_LAYOUT_FILE_HPP */

@@ -98,12 +98,12 @@ JudgeRunningLayout(SharedState *state)
 
 	/*
 	 * New IDs start at the floor.  Old ones reach at most kMaxReachAheadMs
-	 * past this server's start.
+	 * past this server's start, or the reservation it resumed from.
 	 */
 	int64		floor_unix_ms = running.epoch_ms +
 		(RecoveryInProgress() ? GenerationFloorOrNow(state) : GenerationFloor(state));
 
-	if (!snowflake::IsProvableSuccessor(last, state->started_unix_ms + kMaxReachAheadMs,
+	if (!snowflake::IsProvableSuccessor(last, EarlierIdsReachUnixMs(state),
 										running, floor_unix_ms))
 		return Standing::kConflict;
 	successor_first_id = snowflake::SmallestIdFrom(running, floor_unix_ms);

@@ -6,8 +6,13 @@
  * Invariant: a timestamp is published in reserved_until (and so usable by
  * the hot path) only after a WAL record covering it was flushed, any
  * synchronous standby confirmed it, and the file says at least as much.
- * The file only ever grows: durable_until, guarded by reservation_lock,
- * is the largest value written, and a new record always exceeds it.
+ * While the server runs, the file only grows: durable_until, guarded by
+ * reservation_lock, is the largest value written, and a new record always
+ * exceeds it.  Only the postmaster, at its normal exit, lowers it to the
+ * newest timestamp really issued, when no other process is left.
+ *
+ * Nothing on the paths taken per record (writing the file, replay)
+ * allocates memory: they run in long-lived processes.
  */
 #include "postgres_headers.hpp"
 
@@ -32,28 +37,47 @@ ToUnixMs(int64 timestamp)
 	return timestamp + g_settings.layout.epoch_ms;
 }
 
-static bool
-ReadReservationFile(int64 *unix_ms, int elevel)
+bool
+ReadReservationFile(int64 *unix_ms)
 {
-	char	   *path = DataDirectoryFile(kReservationFileName);
-	char		line[64];
-	long long	value;
+	char		path[MAXPGPATH];
+	char		hint[256];
+	char		detail[kStateProblemSize];
+	int64		now_ms = NowUnixMs();
 
-	if (!ReadSmallFile(path, line, sizeof(line), elevel))
+	snprintf(hint, sizeof(hint),
+			 "Restore the file from a backup of the data directory, or write in it, "
+			 "on one line, a Unix time in milliseconds later than every ID this server "
+			 "can have issued, such as the current time plus " INT64_FORMAT " ms: "
+			 INT64_FORMAT ".",
+			 static_cast<int64>(kMaxReachAheadMs), now_ms + kMaxReachAheadMs);
+	DataDirectoryFile(kReservationFileName, path);
+	if (!ReadStateFile(path, "reservation", unix_ms, 1, hint))
 		return false;
-	if (sscanf(line, "%lld", &value) != 1)
-		ereport(elevel,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("file \"%s\" does not hold a snowflake reservation", path)));
-	*unix_ms = value;
+	if (*unix_ms < 0)
+	{
+		snprintf(detail, sizeof(detail), "The reservation, " INT64_FORMAT ", is negative.",
+				 *unix_ms);
+		ReportCorruptStateFile(path, "reservation", detail, hint);
+	}
+	if (*unix_ms > g_settings.layout.LastUnixMs())
+	{
+		snprintf(detail, sizeof(detail),
+				 "The reservation, " INT64_FORMAT " (Unix ms), lies beyond the last "
+				 "millisecond of the running layout, " INT64_FORMAT ".",
+				 *unix_ms, static_cast<int64>(g_settings.layout.LastUnixMs()));
+		ReportCorruptStateFile(path, "reservation", detail, hint);
+	}
 	return true;
 }
 
 static void
 WriteReservationFile(int64 unix_ms)
 {
-	WriteFileDurably(DataDirectoryFile(kReservationFileName),
-					 psprintf("%lld\n", static_cast<long long>(unix_ms)), ERROR);
+	char		path[MAXPGPATH];
+
+	DataDirectoryFile(kReservationFileName, path);
+	WriteStateFile(path, &unix_ms, 1, ERROR);
 }
 
 /* Raises reserved_until to "timestamp" unless it is higher already. */
@@ -74,7 +98,7 @@ LoadReservation(SharedState *state)
 {
 	int64		unix_ms = 0;
 
-	state->reservation_known = ReadReservationFile(&unix_ms, FATAL);
+	state->reservation_known = ReadReservationFile(&unix_ms);
 	pg_atomic_init_u64(&state->reserved_until,
 					   static_cast<uint64>(state->reservation_known ? ToTimestamp(unix_ms) : 0));
 	state->durable_until = ReservedUntil(state);
@@ -98,30 +122,51 @@ ReplayReservation(int64 until_unix_ms)
 	WriteReservationFile(until_unix_ms);
 }
 
-/* Caller holds reservation_lock; recovery has ended. */
+/*
+ * Caller holds reservation_lock; recovery has ended.  Before the floor is
+ * published, and so before any ID: records the running layout in the data
+ * directory (only now that the server has started, so that a start that
+ * failed does not lock in a layout no ID was issued under), and writes a
+ * reservation file if there is none, so that from now on only a 1.0 data
+ * directory (or a deleted file) lacks one.  A failure leaves the floor
+ * unfixed; the next caller tries again.
+ */
 static void
 FixFloorLocked(SharedState *state)
 {
+	int64		floor;
+
 	if (state->floor_ready)
 		return;
-	state->floor_from_reservation = state->reservation_known;
 	if (state->reservation_known)
-		state->floor_timestamp = ReservedUntil(state) + 1;
+		floor = ReservedUntil(state) + 1;
 	else if (g_new_data_directory)
 	{
 		/* Nothing was ever issued here: the clock is the only bound. */
-		state->floor_timestamp = state->started_unix_ms - g_settings.layout.epoch_ms;
+		floor = state->started_unix_ms - g_settings.layout.epoch_ms;
 	}
 	else
 	{
 		/*
-		 * Nothing was reserved, but IDs may have been issued (an upgrade
-		 * from a version without reservations, or the file was removed):
-		 * none can reach beyond the start time + max_drift.
+		 * Nothing was reserved, but snowflake 1.0 may have issued IDs here
+		 * (or the file was removed): none reaches past the start +
+		 * kVersion10ReachAheadMs (see there for why not kMaxReachAheadMs).
 		 */
-		state->floor_timestamp = state->started_unix_ms - g_settings.layout.epoch_ms +
-			g_settings.max_drift_ms + 1;
+		floor = state->started_unix_ms - g_settings.layout.epoch_ms +
+			kVersion10ReachAheadMs + 1;
 	}
+
+	RecordLayoutOfDataDirectory();
+	if (!state->reservation_known)
+	{
+		/* Not a record: snowflake_status() still shows none before the first. */
+		WriteReservationFile(ToUnixMs(floor - 1));
+		state->durable_until = floor - 1;
+		RaiseReservedUntil(state, floor - 1);
+	}
+
+	state->floor_from_reservation = state->reservation_known;
+	state->floor_timestamp = floor;
 	pg_write_barrier();
 	state->floor_ready = true;
 }
@@ -137,6 +182,22 @@ GenerationFloor(SharedState *state)
 	}
 	pg_read_barrier();
 	return state->floor_timestamp;
+}
+
+int64
+EarlierIdsReachUnixMs(SharedState *state)
+{
+	int64		reservation_unix_ms = -1;
+
+	if (state->floor_ready)
+	{
+		pg_read_barrier();
+		if (state->floor_from_reservation)
+			reservation_unix_ms = ToUnixMs(state->floor_timestamp - 1);
+	}
+	else if (state->reservation_known)
+		reservation_unix_ms = ToUnixMs(ReservedUntil(state));
+	return EarlierIdsReachUnixMs(state->started_unix_ms, reservation_unix_ms);
 }
 
 int64
@@ -238,4 +299,26 @@ ExtendReservation(SharedState *state, int64 needed, int64 wanted)
 	if (!XLogRecPtrIsInvalid(lsn))
 		WaitForSynchronousStandbys(lsn);
 	RaiseReservedUntil(state, until);
+}
+
+void
+RecordIssuedAtExit(int code, Datum arg)
+{
+	SharedState *state = reinterpret_cast<SharedState *>(DatumGetPointer(arg));
+	char		path[MAXPGPATH];
+
+	/* A crash (code 1) leaves the reservation, which WAL replay may raise. */
+	if (code != 0 || !state->floor_ready)
+		return;
+
+	int64		newest = NewestIssuedTimestamp(state);
+
+	if (newest < 0 || newest >= state->durable_until)
+		return;
+
+	int64		unix_ms = ToUnixMs(newest);
+
+	/* On failure the file keeps the reservation, which is safe. */
+	if (snprintf(path, sizeof(path), "%s/%s", DataDir, kReservationFileName) < MAXPGPATH)
+		WriteStateFile(path, &unix_ms, 1, LOG);
 }

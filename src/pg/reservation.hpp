@@ -17,13 +17,57 @@
 #ifndef SNOWFLAKE_PG_RESERVATION_HPP
 #define SNOWFLAKE_PG_RESERVATION_HPP
 
+#include "settings.hpp"
 #include "shared_state.hpp"
 
 /* File name, relative to the data directory. */
 constexpr const char *kReservationFileName = "snowflake.reservation";
 
+/*
+ * How far past the wall clock the IDs of snowflake 1.0 could reach: its
+ * largest snowflake.max_drift.  A data directory that has a layout file but
+ * no reservation file last issued IDs, if any, under 1.0 (every later
+ * version writes the reservation file before its first ID), so none of
+ * them lies further than this past the next start.  Bounding them by
+ * kMaxReachAheadMs instead would be as safe but would keep generation
+ * waiting for the clock for a day after such an upgrade.
+ */
+constexpr int64 kVersion10ReachAheadMs = 60000;
+
+/*
+ * Reads $PGDATA/snowflake.reservation into "unix_ms".  False if there is no
+ * such file; FATAL (SQLSTATE XX001) if its content is malformed or not a
+ * possible reservation for the running layout.
+ */
+bool		ReadReservationFile(int64 *unix_ms);
+
 /* Reads the file into freshly set-up shared memory (postmaster). */
 void		LoadReservation(SharedState *state);
+
+/*
+ * The latest Unix time (ms) the timestamp of an ID issued before a server
+ * start at "start_unix_ms" can have: kMaxReachAheadMs past the start (the
+ * furthest any run can reach ahead of its clock), or the reservation the
+ * data directory recorded ("reservation_unix_ms", -1 if none), if that lies
+ * further, as it can after the clock was stepped back by more.
+ */
+inline int64
+EarlierIdsReachUnixMs(int64 start_unix_ms, int64 reservation_unix_ms)
+{
+	return Max(start_unix_ms + kMaxReachAheadMs, reservation_unix_ms);
+}
+
+/* The same for this run of the server, from its shared state. */
+int64		EarlierIdsReachUnixMs(SharedState *state);
+
+/*
+ * on_shmem_exit callback of the postmaster (arg: the SharedState).  At a
+ * normal exit (code 0) of a server that issued IDs, every other process has
+ * exited, so the slots hold the last IDs really issued: records the newest
+ * one's timestamp as the reservation, so the next start resumes just above
+ * it.
+ */
+void		RecordIssuedAtExit(int code, Datum arg);
 
 /* Redo of a reservation record: raises the reservation to "until_unix_ms". */
 void		ReplayReservation(int64 until_unix_ms);
@@ -46,8 +90,11 @@ void		ExtendReservation(SharedState *state, int64 needed, int64 wanted);
 /*
  * The lowest timestamp any slot may issue in this run of the server: one
  * past the reservation recovered at start-up or promotion (or, with no
- * reservation ever recorded, past now + snowflake.max_drift).  Fixed on
- * first use after recovery.
+ * reservation recorded, the start time, or one past the start time +
+ * kVersion10ReachAheadMs if IDs may have been issued here).  Fixed on first
+ * use after recovery, or by the reservation worker as it starts; fixing it
+ * also records the running layout in $PGDATA/snowflake.layout, and the
+ * floor - 1 in $PGDATA/snowflake.reservation if that file is missing.
  */
 int64		GenerationFloor(SharedState *state);
 

@@ -88,11 +88,27 @@ snowflake_reservation_main(Datum arg)
 	int64		newest_seen = -1;
 	int64		active_until_us = 0;
 
+	/* The worker runs for months: what a tick allocates goes with it. */
+	MemoryContext tick_context = AllocSetContextCreate(TopMemoryContext,
+													   "snowflake reservation tick",
+													   ALLOCSET_SMALL_SIZES);
+
+	/*
+	 * Fix the floor now, not at the first ID: that records the layout and
+	 * the reservation file as soon as the server has started.
+	 */
+	if (!RecoveryInProgress())
+		(void) GenerationFloor(state);
+
 	for (;;)
 	{
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 kTickMs, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
+		MemoryContextReset(tick_context);
+
+		MemoryContext previous = MemoryContextSwitchTo(tick_context);
+
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
@@ -101,5 +117,6 @@ snowflake_reservation_main(Datum arg)
 		}
 		ObserveClockSteps(state, &previous_offset_us);
 		KeepReservationAhead(state, &newest_seen, &active_until_us);
+		MemoryContextSwitchTo(previous);
 	}
 }

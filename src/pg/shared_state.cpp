@@ -104,6 +104,15 @@ StartSharedState(void)
 		NewInstanceId(&state->instance_id);
 		InitSlots(state);
 		LoadReservation(state);
+
+		/*
+		 * In the postmaster: its children drop this callback, and a crash
+		 * re-initialisation runs it with code 1 before dropping it, so it
+		 * acts only when the postmaster exits normally, after all other
+		 * processes, with this memory still attached.
+		 */
+		if (!IsUnderPostmaster)
+			on_shmem_exit(RecordIssuedAtExit, PointerGetDatum(state));
 	}
 	LWLockRelease(AddinShmemInitLock);
 	shared_state = state;

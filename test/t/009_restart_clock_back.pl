@@ -1,8 +1,9 @@
 # A clean restart with the clock set back 1 h.  The server generates IDs,
 # stops cleanly, and starts again under libfaketime with its clock 1 h
 # behind.  The reservation in $PGDATA/snowflake.reservation survives the
-# restart: snowflake_status().reserved_until lies beyond every earlier ID
-# before anything is generated, the first generation logs once
+# restart: snowflake_status().reserved_until covers every earlier ID before
+# anything is generated (after a clean shutdown it is exactly the newest
+# one's timestamp), the first generation logs once
 #   WARNING:  system clock is N ms behind the snowflake reservation
 # with N about an hour, and, restarted with snowflake.max_drift = 2h, IDs
 # continue at once above every earlier ID.  (The first run keeps the default
@@ -122,8 +123,8 @@ my $offset = SnowflakeClock::server_offset($node);
 ok(abs($offset + 3600) < 1, sprintf('the server clock is 1 h back (%.3f s)', $offset));
 
 my $reserved_ms = unix_ms_sql('(SELECT reserved_until FROM snowflake_status())');
-cmp_ok($reserved_ms, '>', $max_before_ms,
-	'after the restart, reserved_until lies beyond every earlier ID');
+is($reserved_ms, $max_before_ms,
+	'after the clean restart, reserved_until is the timestamp of the newest earlier ID');
 cmp_ok($reserved_ms, '>=', $file + 0,
 	'after the restart, reserved_until is the one of the file');
 is(scalar(gap_warnings($log_offset)), 0, 'no WARNING before the first generation');

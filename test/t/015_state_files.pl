@@ -1,0 +1,155 @@
+# The state files $PGDATA/snowflake.reservation and $PGDATA/snowflake.layout
+# are parsed strictly.  Each kind of damage (an empty file, a file cut
+# short, junk after a number, a number out of range, a negative or
+# impossible reservation, extra lines or fields, widths that are no
+# layout) makes the server refuse to start with
+#   FATAL:  file ".../snowflake.reservation" does not hold a valid snowflake reservation
+# (SQLSTATE XX001), a DETAIL saying what is wrong and a HINT saying what to
+# do; the file is left as it was.  With the good file back the server starts
+# and IDs continue above the earlier ones.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('state_files');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', q(
+shared_preload_libraries = 'snowflake'
+log_error_verbosity = verbose
+));
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+my $max_before = $node->safe_psql('postgres',
+	'SELECT max(snowflake_nextval()) FROM generate_series(1, 1000)');
+$node->stop;
+
+my $reservation_file = $node->data_dir . '/snowflake.reservation';
+my $layout_file = $node->data_dir . '/snowflake.layout';
+my $good_reservation = slurp_file($reservation_file);
+my $good_layout = slurp_file($layout_file);
+like($good_reservation, qr/^\d+\n\z/, 'the reservation file holds one number');
+is($good_layout, "1735689600000 3 7 12\n", 'the layout file holds the default layout');
+
+sub write_file
+{
+	my ($file, $content) = @_;
+	open my $fh, '>', $file or die "could not write $file: $!";
+	print $fh $content;
+	close $fh or die "could not close $file: $!";
+}
+
+# The last millisecond of the default layout: epoch 2025-01-01, 41 bits.
+my $last_ms = 1735689600000 + 2**41 - 1;
+
+my $reservation_hint =
+  qr/HINT:  \QRestore the file from a backup of the data directory, or write in it, on one line, a Unix time in milliseconds later than every ID this server can have issued, such as the current time plus 86460000 ms: \E(\d+)\.\n/;
+my $layout_hint =
+  qr/HINT:  \QRestore the file from a backup of the data directory, or write in it, on one line, the layout this data directory last ran with: its epoch in Unix milliseconds and its node, worker and sequence bits, separated by spaces.\E\n/;
+
+# Writes $content into $file, expects the start to fail with the FATAL,
+# SQLSTATE, DETAIL and HINT, and checks the file was left alone.
+sub refused
+{
+	my ($case, $file, $what, $content, $detail, $hint) = @_;
+	write_file($file, $content);
+	my $offset = -s $node->logfile;
+	my $started = $node->start(fail_ok => 1);
+	ok(!$started, "$case: the server refuses to start");
+	$node->stop if $started;
+	my $log = slurp_file($node->logfile, $offset);
+	like(
+		$log,
+		qr/FATAL:  XX001: \Qfile "$file" does not hold a valid snowflake $what\E\n/,
+		"$case: FATAL with SQLSTATE XX001 names the file");
+	like($log, qr/DETAIL:  \Q$detail\E\n/, "$case: the DETAIL says what is wrong");
+	like($log, $hint, "$case: the HINT says what to do");
+	is(slurp_file($file), $content, "$case: the file is left as it was");
+	return $log;
+}
+
+my $now_ms = int(time() * 1000);
+my $log = refused('empty reservation', $reservation_file, 'reservation', '',
+	'The file is empty.', $reservation_hint);
+my ($suggested) = $log =~ $reservation_hint;
+ok( defined $suggested
+	  && $suggested >= $now_ms + 86460000
+	  && $suggested < $now_ms + 86460000 + 600_000,
+	'the HINT suggests the current time plus 86460000 ms')
+  or diag "suggested: " . ($suggested // 'none');
+
+my $cut = substr($good_reservation, 0, 9);
+refused('reservation cut short', $reservation_file, 'reservation', $cut,
+	'The file does not end with a newline; it may have been cut short.', $reservation_hint);
+refused(
+	'reservation without its newline', $reservation_file, 'reservation',
+	substr($good_reservation, 0, -1),
+	'The file does not end with a newline; it may have been cut short.', $reservation_hint);
+refused(
+	'junk after the reservation', $reservation_file, 'reservation',
+	"1795431208833xyz\n",
+	'"1795431208833xyz" is not a decimal integer.',
+	$reservation_hint);
+refused(
+	'reservation out of range', $reservation_file, 'reservation',
+	"99999999999999999999999\n",
+	'"99999999999999999999999" is out of range.', $reservation_hint);
+refused(
+	'reservation just beyond int64', $reservation_file, 'reservation',
+	"9223372036854775808\n",
+	'"9223372036854775808" is out of range.', $reservation_hint);
+refused('negative reservation', $reservation_file, 'reservation', "-5\n",
+	'The reservation, -5, is negative.', $reservation_hint);
+refused(
+	'reservation beyond the layout', $reservation_file, 'reservation',
+	"9223372036854775807\n",
+	"The reservation, 9223372036854775807 (Unix ms), lies beyond the last millisecond of the running layout, $last_ms.",
+	$reservation_hint);
+refused('two reservations', $reservation_file, 'reservation', "1 2\n",
+	'The line holds 2 space-separated fields, not 1.', $reservation_hint);
+refused(
+	'a second line', $reservation_file, 'reservation',
+	$good_reservation . $good_reservation,
+	'The file holds more than one line.', $reservation_hint);
+refused('a blank line', $reservation_file, 'reservation', "\n",
+	'The line is empty.', $reservation_hint);
+refused('a plus sign', $reservation_file, 'reservation', "+1795431208833\n",
+	'"+1795431208833" is not a decimal integer.',
+	$reservation_hint);
+write_file($reservation_file, $good_reservation);
+
+refused(
+	'layout cut short', $layout_file, 'layout', "1735689600000 3 7 1",
+	'The file does not end with a newline; it may have been cut short.', $layout_hint);
+refused('layout with three fields', $layout_file, 'layout', "1735689600000 3 7\n",
+	'The line holds 3 space-separated fields, not 4.', $layout_hint);
+refused('layout with five fields', $layout_file, 'layout', "1735689600000 3 7 12 1\n",
+	'The line holds 5 space-separated fields, not 4.', $layout_hint);
+refused('layout with two spaces', $layout_file, 'layout', "1735689600000 3  7 12\n",
+	'The line holds 5 space-separated fields, not 4.', $layout_hint);
+refused(
+	'junk in the layout', $layout_file, 'layout', "1735689600000 3 7 12abc\n",
+	'"12abc" is not a decimal integer.', $layout_hint);
+refused(
+	'layout width out of range', $layout_file, 'layout',
+	"1735689600000 3 7 4294967308\n",
+	'The width 4294967308 is out of range.', $layout_hint);
+refused(
+	'layout epoch out of range', $layout_file, 'layout',
+	"99999999999999999999 3 7 12\n",
+	'"99999999999999999999" is out of range.', $layout_hint);
+refused(
+	'layout without sequence bits', $layout_file, 'layout', "1735689600000 3 7 0\n",
+	'The widths 3, 7 and 0 do not form a valid layout.', $layout_hint);
+write_file($layout_file, $good_layout);
+
+# --- the good files back -------------------------------------------------------
+ok($node->start(fail_ok => 1), 'with the good files back, the server starts');
+my $min_after = $node->safe_psql('postgres',
+	'SELECT min(snowflake_nextval()) FROM generate_series(1, 1000)');
+cmp_ok($min_after, '>', $max_before, 'and IDs continue above the earlier ones');
+$node->stop;
+
+done_testing();

@@ -1,0 +1,121 @@
+# The processes that write the reservation file once per record keep flat
+# memory: the "snowflake reservation" worker on a primary, and the startup
+# process of a standby, which replays every record.  With
+# snowflake.reserve_ahead = 10ms, a session issues IDs for 20 s, so the
+# worker writes a record on almost every tick and sessions write many more,
+# all replayed by the standby.  pg_log_backend_memory_contexts() makes each
+# process log its memory contexts before and after; the "Grand total" each
+# logs must not grow (an allocation per record grew it by tens of KB).
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use SnowflakeTest;
+use Time::HiRes qw(sleep);
+
+# Bytes of growth allowed: far below one allocation per record (the old
+# code grew the worker by about 70 KB and the startup process by about
+# 450 KB in this run).  The startup process gets more room: replay fills
+# PostgreSQL's own bounded caches (the WAL prefetcher's filter table, the
+# storage manager) as it meets relations, by about 2 KB here.
+my $allowed_growth = 4096;
+my $allowed_startup_growth = 16384;
+my $generate_seconds = 20;
+
+my $primary = PostgreSQL::Test::Cluster->new('primary');
+$primary->init(allows_streaming => 1);
+$primary->append_conf(
+	'postgresql.conf', q(
+shared_preload_libraries = 'snowflake'
+snowflake.reserve_ahead = '10ms'
+));
+$primary->start;
+$primary->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+$primary->backup('base');
+
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($primary, 'base', has_streaming => 1);
+$standby->start;
+
+sub pid_of
+{
+	my ($node, $type) = @_;
+	my $pid = $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = '$type'");
+	die "no $type process on " . $node->name if $pid eq '';
+	return $pid;
+}
+
+# Makes $pid log its memory contexts and returns the bytes of its
+# "Grand total" line and the bytes used.
+sub memory_of
+{
+	my ($node, $pid) = @_;
+	my $offset = -s $node->logfile;
+	$node->safe_psql('postgres', "SELECT pg_log_backend_memory_contexts($pid)");
+	my $pattern =
+	  qr/\[$pid\] LOG:  Grand total: (\d+) bytes in \d+ blocks; \d+ free \(\d+ chunks\); (\d+) used/;
+	$node->wait_for_log($pattern, $offset);
+	my ($total, $used) = slurp_file($node->logfile, $offset) =~ $pattern;
+	return ($total, $used);
+}
+
+sub reservations
+{
+	return $primary->safe_psql('postgres', 'SELECT reservations FROM snowflake_status()');
+}
+
+my $dir = PostgreSQL::Test::Utils::tempdir();
+
+# One ID every millisecond or so, for the whole run.
+my $run = SnowflakeTest::start_psql(
+	$primary, $dir, 'generate', '-c', qq{
+DO \$\$
+BEGIN
+    WHILE clock_timestamp() < now() + interval '$generate_seconds s' LOOP
+        PERFORM snowflake_nextval();
+        PERFORM pg_sleep(0.001);
+    END LOOP;
+END \$\$});
+
+# Let both processes reach their steady state before the first measure.
+$primary->poll_query_until('postgres',
+	'SELECT reservations > 100 FROM snowflake_status()')
+  or die 'no reservation records are being written';
+$primary->wait_for_catchup($standby);
+
+my $worker = pid_of($primary, 'snowflake reservation');
+my $startup = pid_of($standby, 'startup');
+my $records_before = reservations();
+my ($worker_total_before, $worker_used_before) = memory_of($primary, $worker);
+my ($startup_total_before, $startup_used_before) = memory_of($standby, $startup);
+
+ok($run->finish, 'the generating session ended without an error');
+my $records = reservations() - $records_before;
+$primary->wait_for_catchup($standby);
+
+my ($worker_total_after, $worker_used_after) = memory_of($primary, $worker);
+my ($startup_total_after, $startup_used_after) = memory_of($standby, $startup);
+is(pid_of($primary, 'snowflake reservation'), $worker,
+	'the same worker process ran throughout');
+is(pid_of($standby, 'startup'), $startup, 'the same startup process ran throughout');
+
+cmp_ok($records, '>', 500, "many reservation records were written ($records)");
+note "worker: total $worker_total_before -> $worker_total_after, "
+  . "used $worker_used_before -> $worker_used_after bytes";
+note "startup: total $startup_total_before -> $startup_total_after, "
+  . "used $startup_used_before -> $startup_used_after bytes";
+cmp_ok($worker_total_after - $worker_total_before,
+	'<=', $allowed_growth, 'the worker\'s memory did not grow');
+cmp_ok($worker_used_after - $worker_used_before,
+	'<=', $allowed_growth, 'the worker\'s memory in use did not grow');
+cmp_ok($startup_total_after - $startup_total_before,
+	'<=', $allowed_startup_growth, 'the standby\'s startup process did not grow');
+cmp_ok($startup_used_after - $startup_used_before,
+	'<=', $allowed_startup_growth,
+	'the standby\'s startup process used no more memory');
+
+$standby->stop;
+$primary->stop;
+done_testing();

@@ -1,0 +1,159 @@
+# A clean shutdown leaves an exact floor; a crash leaves the reservation.
+#
+# With snowflake.reserve_ahead = 5s, a burst of IDs drives the durable
+# reservation seconds past the newest ID.  After a fast shutdown,
+# $PGDATA/snowflake.reservation holds exactly the newest ID's timestamp,
+# and the next start resumes just above it: the first ID is larger than
+# every earlier one, its timestamp is at most max(newest + 1 ms, the clock),
+# far below the old reservation, with no "behind the snowflake reservation"
+# WARNING and no wait for the clock.  After a crash (a backend killed with
+# SIGKILL, so the postmaster re-initialises), generation resumes above the
+# reservation instead, as shared memory is not trusted.  An immediate
+# shutdown still ends with every process gone and shared memory intact, so
+# it leaves the exact floor too (WAL replay at the next start may raise it).
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use SnowflakeTest;
+
+my $node = PostgreSQL::Test::Cluster->new('shutdown');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', q(
+shared_preload_libraries = 'snowflake'
+snowflake.reserve_ahead = '5s'
+restart_after_crash = on
+));
+$node->start;
+$node->safe_psql(
+	'postgres', q{
+CREATE EXTENSION snowflake;
+CREATE TABLE ids (id bigint PRIMARY KEY, phase text NOT NULL)});
+
+my $reservation_file = $node->data_dir . '/snowflake.reservation';
+
+sub query
+{
+	return $node->safe_psql('postgres', $_[0]);
+}
+
+sub unix_ms
+{
+	my ($expr) = @_;
+	return query("SELECT (extract(epoch FROM $expr) * 1000)::bigint");
+}
+
+sub ts_ms
+{
+	my ($id) = @_;
+	return unix_ms("(snowflake_decode($id)).ts");
+}
+
+sub reserved_ms
+{
+	return unix_ms('(SELECT reserved_until FROM snowflake_status())');
+}
+
+# A burst of IDs in one session; returns the largest.
+sub burst
+{
+	my ($phase) = @_;
+	query("INSERT INTO ids SELECT snowflake_nextval(), '$phase' "
+		  . 'FROM generate_series(1, 200000)');
+	return query("SELECT max(id) FROM ids WHERE phase = '$phase'");
+}
+
+# The first ID after a start, with the clock (Unix ms) read just after it.
+sub first_id
+{
+	my ($phase) = @_;
+	my ($id, $after) = split /\|/, query(
+		qq{
+INSERT INTO ids SELECT snowflake_nextval(), '$phase' RETURNING id,
+       (extract(epoch FROM clock_timestamp()) * 1000)::bigint});
+	return ($id, $after);
+}
+
+sub behind_warnings
+{
+	my ($offset) = @_;
+	my @w = slurp_file($node->logfile, $offset)
+	  =~ /WARNING:  system clock is \d+ ms behind the snowflake reservation/g;
+	return scalar @w;
+}
+
+# --- a clean (fast) shutdown right after a burst ----------------------------------
+my $last = burst('before');
+my $last_ms = ts_ms($last);
+# Past the newest ID on the clock, so that an exact floor needs no wait.
+$node->poll_query_until('postgres',
+	"SELECT clock_timestamp() > (snowflake_decode($last)).ts + interval '2 ms'")
+  or die 'the clock did not pass the newest ID';
+my $reserved_before = reserved_ms();
+cmp_ok($reserved_before - $last_ms, '>', 2000,
+	'the reservation runs seconds past the newest ID');
+
+$node->stop('fast');
+is(slurp_file($reservation_file), "$last_ms\n",
+	'after a fast shutdown, the file holds the newest issued timestamp');
+
+my $offset = -s $node->logfile;
+$node->start;
+my ($first, $clock_after) = first_id('after');
+my $first_ms = ts_ms($first);
+cmp_ok($first, '>', $last, 'the first ID after the restart is larger than every earlier one');
+my $bound = $last_ms + 1 > $clock_after ? $last_ms + 1 : $clock_after;
+cmp_ok($first_ms, '<=', $bound,
+	'its timestamp is at most max(newest + 1 ms, the clock): the exact floor');
+cmp_ok($first_ms, '<', $reserved_before,
+	'and below the reservation the server had before the shutdown');
+is(behind_warnings($offset), 0, 'no "behind the snowflake reservation" WARNING');
+is(query('SELECT overflow_waits FROM snowflake_status()'),
+	'0', 'no wait for the clock');
+burst('after');
+is(query(q{SELECT count(*) FROM ids WHERE phase = 'after' AND id <= } . $last),
+	'0', 'every ID after the restart is larger than every earlier one');
+
+# --- a crash: resumes above the reservation ----------------------------------------
+$last = burst('crash');
+$last_ms = ts_ms($last);
+my $reserved_crash = reserved_ms();
+cmp_ok($reserved_crash - $last_ms, '>', 2000,
+	'again the reservation runs seconds past the newest ID');
+
+my $dir = PostgreSQL::Test::Utils::tempdir();
+my $victim = SnowflakeTest::start_psql($node, $dir, 'victim', '-c', 'SELECT pg_sleep(600)');
+$node->poll_query_until('postgres',
+	q{SELECT count(*) = 1 FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(600)'})
+  or die 'the session to kill did not start';
+my $victim_pid = query(
+	q{SELECT pid FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(600)'});
+$offset = -s $node->logfile;
+kill 'KILL', $victim_pid;
+$victim->finish;
+$node->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
+$node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
+  or die 'the server did not come back after the crash';
+
+cmp_ok(reserved_ms(), '>=', $reserved_crash,
+	'after the crash, the reservation is the one before it');
+($first) = first_id('after_crash');
+cmp_ok(ts_ms($first), '>', $reserved_crash,
+	'after the crash, IDs resume above the reservation');
+cmp_ok($first, '>', $last, 'and above every earlier ID');
+
+# --- an immediate shutdown -------------------------------------------------------
+$last = burst('immediate');
+$last_ms = ts_ms($last);
+$node->stop('immediate');
+is(slurp_file($reservation_file), "$last_ms\n",
+	'after an immediate shutdown, the file holds the newest issued timestamp');
+$node->start;
+($first) = first_id('after_immediate');
+cmp_ok($first, '>', $last, 'after an immediate shutdown, IDs resume above every earlier one');
+
+is(query('SELECT count(*) - count(DISTINCT id) FROM ids'), '0', 'no ID occurs twice');
+$node->stop;
+done_testing();
