@@ -101,6 +101,7 @@ run_client() {
 	fi
 }
 
+run_client docs "$python" "$here/docs_sync.py" "$top/docs/clients.md" "$here"
 run_client psycopg "$python" "$here/psycopg/test_psycopg.py"
 run_client sqlalchemy "$python" "$here/sqlalchemy/test_sqlalchemy.py"
 run_client django env PYTHONPATH="$here/django" DJANGO_SETTINGS_MODULE=snowflake_site.settings \
