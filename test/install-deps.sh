@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Installs what building and testing snowflake needs, from Debian packages.
-# Must run as root (apt-get); does nothing a second time.
+# Installs what building and testing snowflake needs, from Debian packages,
+# and node-postgres from npm (pinned by test/clients/node/package-lock.json)
+# for the clients tier.  Must run as root (apt-get); does nothing a second
+# time.
 set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
 
 packages=(
 	build-essential           # g++ 12 and make
@@ -12,7 +15,17 @@ packages=(
 	libgtest-dev              # the C++ unit tests
 	faketime                  # libfaketime, for clock-fault TAP tests
 	postgresql-15-pglogical   # two-node multi-primary TAP tests (012, 014)
+	# The clients tier (test/clients/):
+	python3-psycopg           # psycopg 3
+	python3-psycopg2          # the driver SQLAlchemy 1.4 and Django 3.2 use
+	python3-sqlalchemy
+	python3-django
+	default-jdk-headless      # javac and java, for the JDBC test
+	libpostgresql-jdbc-java   # the JDBC driver, /usr/share/java/postgresql.jar
 )
+# node-postgres needs Node and npm; a machine may have them from elsewhere.
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -26,4 +39,12 @@ if [ ${#missing[@]} -gt 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# node-postgres, into the tree (test/clients/node/node_modules), exactly as
+# the lock file says; again only when the lock file changed.
+node_dir=$top/test/clients/node
+if ! cmp -s "$node_dir/package-lock.json" "$node_dir/node_modules/.snowflake-lock.json"; then
+	(cd "$node_dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+	cp "$node_dir/package-lock.json" "$node_dir/node_modules/.snowflake-lock.json"
 fi

@@ -3,7 +3,9 @@
 # dependencies, builds with -Wall -Wextra -Werror, installs, and runs
 #   1. the C++ unit tests of the core (no server),
 #   2. pg_regress, 3. isolation specs, 4. TAP tests (each on its own
-#      throwaway clusters, as an unprivileged user).
+#      throwaway clusters, as an unprivileged user),
+#   5. the clients tier: psycopg 3, SQLAlchemy, Django, node-postgres and
+#      JDBC against a throwaway cluster (test/clients/run.sh).
 # Run as root.  Prints regression diffs when a suite fails.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,6 +41,8 @@ run_tier "isolation" "sed -n 's/^ *All \([0-9]*\) tests passed.*/\1/p'" \
 	make installcheck REGRESS= TAP_TESTS=
 run_tier "TAP" "sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p'" \
 	make installcheck REGRESS= ISOLATION=
+run_tier "clients" "sed -n 's/^clients: \([0-9]*\) checks passed.*/\1/p'" \
+	bash test/clients/run.sh
 
 if [ "$failed" -ne 0 ]; then
 	find "$SNOWFLAKE_WORKDIR" -name regression.diffs -print -exec cat {} \;

@@ -1,0 +1,79 @@
+"""Keeps docs/clients.md in step with the client tests.
+
+The tests mark the lines a user copies:
+
+    # docs: NAME            (// docs: NAME in JavaScript and Java)
+    ...
+    # end docs
+
+and docs/clients.md shows each of them in a code block right after the
+line <!-- tested: NAME -->.  Every marked region must appear in the docs,
+dedented, exactly as it stands in the test, and every tested block in the
+docs must name a region.  Usage: docs_sync.py docs/clients.md test/clients
+"""
+
+import pathlib
+import re
+import sys
+import textwrap
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from pycheck import Checks  # noqa: E402
+
+START = re.compile(r"^\s*(?:#|//) docs: ([\w-]+)\s*$")
+END = re.compile(r"^\s*(?:#|//) end docs\s*$")
+
+
+def regions(root):
+    found = {}
+    for path in sorted(root.rglob("*")):
+        if (path.suffix not in (".py", ".js", ".java") or "node_modules" in path.parts
+                or path.name == "docs_sync.py"):
+            continue
+        name, lines = None, []
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            m = START.match(line)
+            if m:
+                name, lines = m.group(1), []
+            elif END.match(line):
+                if name is None:
+                    raise SystemExit(f"{path}:{n}: 'end docs' without a start")
+                if name in found:
+                    raise SystemExit(f"{path}:{n}: region {name} defined twice")
+                found[name] = (path.relative_to(root.parent.parent),
+                               textwrap.dedent("\n".join(lines)).strip("\n"))
+                name = None
+            elif name is not None:
+                lines.append(line)
+        if name is not None:
+            raise SystemExit(f"{path}: region {name} is not closed")
+    return found
+
+
+def tested_blocks(doc):
+    blocks = {}
+    pattern = re.compile(r"<!-- tested: ([\w-]+) -->\n```\w*\n(.*?)\n```", re.S)
+    for m in pattern.finditer(doc):
+        blocks.setdefault(m.group(1), []).append(m.group(2))
+    return blocks
+
+
+def main():
+    doc_path, root = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]).resolve()
+    c = Checks("docs")
+    doc = doc_path.read_text()
+    code = regions(root)
+    docs = tested_blocks(doc)
+    c.ok(doc.count("<!-- tested:") == sum(len(v) for v in docs.values()),
+         "every <!-- tested: --> marker is followed by a code block")
+    for name, (path, text) in sorted(code.items()):
+        c.ok(name in docs, f"{path}: region {name} is shown in {doc_path.name}")
+        for block in docs.get(name, []):
+            c.ok(block == text, f"{doc_path.name} shows region {name} as it is "
+                 f"in {path}", f"docs:\n{block}\ntest:\n{text}")
+    for name in sorted(set(docs) - set(code)):
+        c.ok(False, f"{doc_path.name} shows region {name}, which no test has")
+    c.finish()
+
+
+main()

@@ -1,0 +1,294 @@
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * JDBC (Debian's PostgreSQL driver) with snowflake IDs: rows keyed by the
+ * column default, IDs from getGeneratedKeys(), exact reads as long,
+ * decoding, one snowflake_nextval(n) batch and one time range.  Argument:
+ * the path of the server's Unix socket; PGDATABASE and PGUSER name the
+ * database and the user (test/clients/run.sh sets them).
+ */
+public class SnowflakeJdbcTest {
+    private static int passed;
+    private static int failed;
+
+    private static boolean ok(boolean cond, String what, Object detail) {
+        int n = passed + failed + 1;
+        if (cond) {
+            passed++;
+            System.out.println("ok " + n + " - " + what);
+        } else {
+            failed++;
+            System.out.println("not ok " + n + " - " + what);
+            if (detail != null) {
+                System.out.println("#   " + detail);
+            }
+        }
+        return cond;
+    }
+
+    private static boolean ok(boolean cond, String what) {
+        return ok(cond, what, null);
+    }
+
+    private static boolean eq(Object got, Object want, String what) {
+        return ok(Objects.equals(got, want), what, "got " + got + ", want " + want);
+    }
+
+    private static boolean increasing(List<Long> ids, String what) {
+        for (int i = 1; i < ids.size(); i++) {
+            if (ids.get(i - 1) >= ids.get(i)) {
+                return ok(false, what, ids.get(i - 1) + " >= " + ids.get(i));
+            }
+        }
+        return ok(true, what);
+    }
+
+    private interface Step {
+        void run() throws Exception;
+    }
+
+    /** A step that throws counts as one failure, and the test goes on. */
+    private static void step(String name, Step s) {
+        try {
+            s.run();
+        } catch (Exception e) {
+            failed++;
+            System.out.println("not ok " + (passed + failed) + " - " + name + " threw " + e);
+            e.printStackTrace(System.out);
+        }
+    }
+
+    private static long queryLong(Connection conn, String sql, long arg) throws Exception {
+        try (PreparedStatement ps = conn.prepareStatement(sql)) {
+            ps.setLong(1, arg);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getLong(1);
+            }
+        }
+    }
+
+    private static OffsetDateTime timestampOf(Connection conn, long id) throws Exception {
+        try (PreparedStatement ps = conn.prepareStatement("SELECT snowflake_timestamp(?)")) {
+            ps.setLong(1, id);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getObject(1, OffsetDateTime.class);
+            }
+        }
+    }
+
+    private static long clockMillis(Statement st) throws Exception {
+        try (ResultSet rs = st.executeQuery("SELECT clock_timestamp()")) {
+            rs.next();
+            return rs.getObject(1, OffsetDateTime.class).toInstant().toEpochMilli();
+        }
+    }
+
+    /** The layout from snowflake_status(), and decoding with it here. */
+    private static final class Layout {
+        long epochMs;
+        int nodeBits;
+        int workerBits;
+        int sequenceBits;
+        int nodeId;
+        int maxDriftMs;
+
+        /** ms since 1970, node_id, worker_id, seq. */
+        List<Long> decode(long id) {
+            long seq = id & ((1L << sequenceBits) - 1);
+            long worker = (id >>> sequenceBits) & ((1L << workerBits) - 1);
+            long node = (id >>> (sequenceBits + workerBits)) & ((1L << nodeBits) - 1);
+            long ms = epochMs + (id >>> (sequenceBits + workerBits + nodeBits));
+            return List.of(ms, node, worker, seq);
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        String url = "jdbc:postgresql://localhost/" + System.getenv("PGDATABASE")
+                + "?user=" + System.getenv("PGUSER")
+                + "&socketFactory=UnixSocketFactory&socketFactoryArg=" + args[0]
+                + "&sslmode=disable&gssEncMode=disable";
+        try (Connection conn = DriverManager.getConnection(url)) {
+            run(conn);
+        }
+        System.out.println("jdbc: " + passed + " passed, " + failed + " failed");
+        System.exit(failed == 0 && passed > 0 ? 0 : 1);
+    }
+
+    private static void run(Connection conn) throws Exception {
+        ok(conn.getMetaData().getDriverMajorVersion() == 42,
+                "PostgreSQL JDBC driver " + conn.getMetaData().getDriverVersion());
+        Statement st = conn.createStatement();
+        st.execute("CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), "
+                + "item text NOT NULL)");
+        Layout layout = new Layout();
+        try (ResultSet rs = st.executeQuery("SELECT epoch, node_bits, worker_bits, sequence_bits, "
+                + "node_id, max_drift_ms FROM snowflake_status()")) {
+            rs.next();
+            layout.epochMs = rs.getObject(1, OffsetDateTime.class).toInstant().toEpochMilli();
+            layout.nodeBits = rs.getInt(2);
+            layout.workerBits = rs.getInt(3);
+            layout.sequenceBits = rs.getInt(4);
+            layout.nodeId = rs.getInt(5);
+            layout.maxDriftMs = rs.getInt(6);
+        }
+        long since = clockMillis(st);
+
+        List<Long> ids = new ArrayList<>();
+        for (String item : new String[] {"tea", "cake", "scone"}) {
+            // docs: jdbc-insert
+            try (PreparedStatement insert = conn.prepareStatement(
+                    "INSERT INTO orders (item) VALUES (?)", new String[] {"id"})) {
+                insert.setString(1, item);
+                insert.executeUpdate();
+                try (ResultSet keys = insert.getGeneratedKeys()) {
+                    keys.next();
+                    ids.add(keys.getLong("id"));    // a long holds every ID exactly
+                }
+            }
+            // end docs
+        }
+        Thread.sleep(20);   // so that the time range below can split the rows
+        // A JDBC batch returns its keys too.
+        try (PreparedStatement insert = conn.prepareStatement(
+                "INSERT INTO orders (item) VALUES (?)", new String[] {"id"})) {
+            for (int i = 0; i < 20; i++) {
+                insert.setString(1, "bulk " + i);
+                insert.addBatch();
+            }
+            insert.executeBatch();
+            try (ResultSet keys = insert.getGeneratedKeys()) {
+                while (keys.next()) {
+                    ids.add(keys.getLong(1));
+                }
+            }
+        }
+        long until = clockMillis(st);
+        long worker;
+        try (ResultSet rs = st.executeQuery(
+                "SELECT worker_id FROM snowflake_workers WHERE pid = pg_backend_pid()")) {
+            rs.next();
+            worker = rs.getLong(1);
+        }
+
+        eq(ids.size(), 23, "getGeneratedKeys() gave 23 IDs");
+        increasing(ids, "IDs strictly increase in insertion order (one session)");
+
+        List<Long> readBack = new ArrayList<>();
+        boolean exact = true;
+        try (ResultSet rs = st.executeQuery("SELECT id, id::text AS id_text FROM orders ORDER BY id")) {
+            while (rs.next()) {
+                readBack.add(rs.getLong(1));
+                exact &= rs.getLong(1) == Long.parseLong(rs.getString(2));
+            }
+        }
+        eq(readBack, ids, "the IDs read back equal the generated keys");
+        ok(exact, "each ID equals its id::text");
+
+        List<List<Long>> server = new ArrayList<>();
+        List<List<Long>> client = new ArrayList<>();
+        try (PreparedStatement ps = conn.prepareStatement(
+                "SELECT ts, node_id, worker_id, seq FROM snowflake_decode(?)")) {
+            for (long id : ids) {
+                ps.setLong(1, id);
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    server.add(List.of(rs.getObject(1, OffsetDateTime.class).toInstant().toEpochMilli(),
+                            rs.getLong(2), rs.getLong(3), rs.getLong(4)));
+                }
+                client.add(layout.decode(id));
+            }
+        }
+        eq(server, client, "snowflake_decode() on the server equals the client's decoding");
+        ok(server.stream().allMatch(d -> d.get(1) == layout.nodeId),
+                "every node_id is this server's (" + layout.nodeId + ")");
+        ok(server.stream().allMatch(d -> d.get(2) == worker),
+                "every worker_id is the session's slot (" + worker + ")");
+        ok(server.stream().allMatch(d -> d.get(0) >= since && d.get(0) <= until + layout.maxDriftMs),
+                "every timestamp lies between the clock before the inserts and the clock after "
+                + "them plus max_drift");
+
+        step("batch: snowflake_nextval(n)", () -> {
+            // docs: jdbc-batch
+            List<Long> batch = new ArrayList<>();
+            try (PreparedStatement next = conn.prepareStatement(
+                    "SELECT id FROM snowflake_nextval(?) AS id")) {
+                next.setInt(1, 100);
+                try (ResultSet rs = next.executeQuery()) {
+                    while (rs.next()) {
+                        batch.add(rs.getLong(1));
+                    }
+                }
+            }
+            // end docs
+            eq(batch.size(), 100, "the batch has 100 IDs");
+            increasing(batch, "the batch strictly increases");
+            ok(batch.get(0) > ids.get(ids.size() - 1), "the batch follows the session's earlier IDs");
+            try (PreparedStatement insert = conn.prepareStatement(
+                    "INSERT INTO orders (id, item) VALUES (?, ?)")) {
+                for (long id : batch) {
+                    insert.setLong(1, id);
+                    insert.setString(2, "preassigned");
+                    insert.addBatch();
+                }
+                insert.executeBatch();
+            }
+            eq(queryLong(conn, "SELECT count(*) FROM orders WHERE id >= ?", batch.get(0)), 100L,
+                    "the preassigned IDs were inserted");
+        });
+
+        step("time bounds", () -> {
+            long probe = ids.get(ids.size() / 2);
+            OffsetDateTime ts = timestampOf(conn, probe);
+            long lo;
+            long hi;
+            try (PreparedStatement ps = conn.prepareStatement(
+                    "SELECT snowflake_min_id(?), snowflake_max_id(?)")) {
+                ps.setObject(1, ts);
+                ps.setObject(2, ts);
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    lo = rs.getLong(1);
+                    hi = rs.getLong(2);
+                }
+            }
+            ok(lo <= probe && probe <= hi, "snowflake_min_id(ts) <= id <= snowflake_max_id(ts)",
+                    lo + " <= " + probe + " <= " + hi);
+            OffsetDateTime start = timestampOf(conn, ids.get(0));
+            OffsetDateTime end = timestampOf(conn, ids.get(2));
+            List<Long> got = new ArrayList<>();
+            // docs: jdbc-range
+            try (PreparedStatement range = conn.prepareStatement("SELECT id FROM orders"
+                    + " WHERE id >= snowflake_min_id(?) AND id <= snowflake_max_id(?) ORDER BY id")) {
+                range.setObject(1, start);      // java.time.OffsetDateTime
+                range.setObject(2, end);
+                try (ResultSet rs = range.executeQuery()) {
+                    while (rs.next()) {
+                        got.add(rs.getLong(1));
+                    }
+                }
+            }
+            // end docs
+            List<Long> want = new ArrayList<>();
+            try (ResultSet rs = st.executeQuery("SELECT id FROM orders ORDER BY id")) {
+                while (rs.next()) {
+                    long ms = layout.decode(rs.getLong(1)).get(0);
+                    if (ms >= start.toInstant().toEpochMilli() && ms <= end.toInstant().toEpochMilli()) {
+                        want.add(rs.getLong(1));
+                    }
+                }
+            }
+            eq(got, want, "the range query returns exactly the rows whose timestamps lie in the range");
+            eq(got, ids.subList(0, 3), "the range holds the three rows made before the pause");
+        });
+    }
+}

@@ -1,0 +1,232 @@
+'use strict'
+// node-postgres (pg) with snowflake IDs.  int8 arrives as a string; the
+// test shows the BigInt path (BigInt(string), then
+// pg.types.setTypeParser(20, BigInt)), shows that Number loses precision
+// with the default layout but not with the JavaScript-safe one, and does
+// the checks of every client: the column default, exact reads, decoding,
+// one snowflake_nextval(n) batch and one time range.  Connects through the
+// PG* environment variables; the JavaScript-safe cluster is on the same
+// socket directory at port SNOWFLAKE_JS_SAFE_PORT, database "node"
+// (test/clients/run.sh sets them up).
+
+const pg = require('pg')
+
+let passed = 0
+let failed = 0
+function ok(cond, what, detail) {
+  const n = passed + failed + 1
+  if (cond) {
+    passed++
+    console.log(`ok ${n} - ${what}`)
+  } else {
+    failed++
+    console.log(`not ok ${n} - ${what}`)
+    if (detail !== undefined) console.log(`#   ${detail}`)
+  }
+  return cond
+}
+const show = (v) => JSON.stringify(v, (k, x) => (typeof x === 'bigint' ? `${x}n` : x))
+const eq = (got, want, what) => ok(show(got) === show(want), what, `got ${show(got)}, want ${show(want)}`)
+const increasing = (xs, what) => ok(xs.every((x, i) => i === 0 || xs[i - 1] < x), what, show(xs.slice(0, 5)))
+// A failed step counts once, and the test goes on.
+async function step(name, fn) {
+  try {
+    await fn()
+  } catch (e) {
+    failed++
+    console.log(`not ok ${passed + failed} - ${name} threw ${e.stack}`)
+  }
+}
+
+// The fields of an ID from the layout in snowflake_status(), in BigInt.
+function decode(id, layout) {
+  const sb = BigInt(layout.sequence_bits)
+  const wb = BigInt(layout.worker_bits)
+  const nb = BigInt(layout.node_bits)
+  const mask = (bits) => (1n << bits) - 1n
+  return {
+    ms: Number(BigInt(layout.epoch_ms) + (id >> (sb + wb + nb))),
+    node_id: Number((id >> (sb + wb)) & mask(nb)),
+    worker_id: Number((id >> sb) & mask(wb)),
+    seq: Number(id & mask(sb)),
+  }
+}
+const LAYOUT_SQL = `SELECT (extract(epoch FROM epoch) * 1000)::bigint::text AS epoch_ms,
+  node_bits, worker_bits, sequence_bits, node_id, max_drift_ms FROM snowflake_status()`
+const DECODE_SQL = `SELECT (extract(epoch FROM ts) * 1000)::bigint::text AS ms, node_id, worker_id, seq
+  FROM snowflake_decode($1)`
+const TABLE_SQL = 'CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), item text NOT NULL)'
+
+// 200 IDs from one statement, read as node-postgres gives them.
+async function twoHundred(client) {
+  await client.query(TABLE_SQL)
+  const { rows } = await client.query(
+    "INSERT INTO orders (item) SELECT 'bulk ' || g FROM generate_series(1, 200) AS g RETURNING id")
+  return rows.map((r) => r.id)
+}
+
+async function defaultLayout() {
+  const client = new pg.Client()
+  await client.connect()
+  await client.query(TABLE_SQL)
+  const layout = (await client.query(LAYOUT_SQL)).rows[0]
+  const since = BigInt((await client.query(
+    "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint::text AS ms")).rows[0].ms)
+
+  // docs: node-string
+  const res = await client.query('INSERT INTO orders (item) VALUES ($1) RETURNING id', ['tea'])
+  const id = res.rows[0].id          // a string, e.g. '250624425517395969'
+  const exact = BigInt(id)           // exact; Number(id) would round it
+  // end docs
+  ok(typeof id === 'string', 'int8 arrives as a string by default')
+  const ids = [exact]
+  for (let i = 0; i < 22; i++) {
+    // A pause after the third row, so that the time range below can split the rows.
+    if (i === 2) await new Promise((resolve) => setTimeout(resolve, 20))
+    const r = await client.query('INSERT INTO orders (item) VALUES ($1) RETURNING id', [`row ${i}`])
+    ids.push(BigInt(r.rows[0].id))
+  }
+  const until = BigInt((await client.query(
+    "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint::text AS ms")).rows[0].ms)
+  const worker = (await client.query(
+    'SELECT worker_id FROM snowflake_workers WHERE pid = pg_backend_pid()')).rows[0].worker_id
+  increasing(ids, 'IDs strictly increase in insertion order (one session)')
+
+  // Exact: BigInt of the string equals the server's text.
+  const text = (await client.query('SELECT id::text AS t FROM orders ORDER BY id')).rows.map((r) => r.t)
+  eq(ids.map(String), text, 'BigInt(id) equals id::text for every row')
+
+  // Decode here and on the server.
+  const server = []
+  for (const x of ids) {
+    const d = (await client.query(DECODE_SQL, [x])).rows[0]
+    server.push({ ms: Number(d.ms), node_id: d.node_id, worker_id: d.worker_id, seq: d.seq })
+  }
+  eq(server, ids.map((x) => decode(x, layout)), "snowflake_decode() on the server equals the client's decoding")
+  ok(server.every((d) => d.node_id === layout.node_id), `every node_id is this server's (${layout.node_id})`)
+  ok(server.every((d) => d.worker_id === worker), `every worker_id is the session's slot (${worker})`)
+  const late = Number(until) + layout.max_drift_ms
+  ok(server.every((d) => d.ms >= Number(since) && d.ms <= late),
+    'every timestamp lies between the clock before the inserts and the clock after them plus max_drift')
+
+  // JSON: a BigInt does not serialize by itself; as a string it is exact.
+  let threw = false
+  try {
+    JSON.stringify({ id: exact })
+  } catch (e) {
+    threw = e instanceof TypeError
+  }
+  ok(threw, 'JSON.stringify() of a BigInt throws a TypeError')
+  // docs: node-json
+  const body = JSON.stringify({ id: exact }, (key, value) =>
+    typeof value === 'bigint' ? value.toString() : value)
+  // end docs
+  eq(body, `{"id":"${text[0]}"}`, 'a replacer writes the ID as an exact JSON string')
+  // docs: node-json-sql
+  const { rows } = await client.query(
+    "SELECT json_build_object('id', id::text, 'item', item) AS doc FROM orders WHERE id = $1",
+    [exact])                         // rows[0].doc.id: the ID as an exact string
+  // end docs
+  eq(rows[0].doc, { id: text[0], item: 'tea' }, "json_build_object('id', id::text) arrives as the exact string")
+
+  // The BigInt parser: every int8 column arrives as a BigInt.
+  // docs: node-bigint
+  pg.types.setTypeParser(20, BigInt)   // int8 (bigint) columns arrive as BigInt
+  // end docs
+  const asBig = (await client.query('SELECT id FROM orders ORDER BY id')).rows.map((r) => r.id)
+  ok(asBig.every((x) => typeof x === 'bigint'), 'after setTypeParser(20, BigInt) IDs arrive as BigInt')
+  eq(asBig, ids, 'and equal the IDs')
+  eq((await client.query('SELECT item FROM orders WHERE id = $1', [ids[1]])).rows[0].item, 'row 0',
+    'a BigInt parameter finds its row')
+
+  await step('batch: snowflake_nextval(n)', async () => {
+    // docs: node-batch
+    const { rows } = await client.query('SELECT id FROM snowflake_nextval($1) AS id', [100])
+    const batch = rows.map((r) => r.id)   // BigInts, increasing
+    // end docs
+    eq(batch.length, 100, 'the batch has 100 IDs')
+    ok(batch.every((x) => typeof x === 'bigint'), 'the batch arrives as BigInt')
+    increasing(batch, 'the batch strictly increases')
+    ok(batch[0] > ids[ids.length - 1], "the batch follows the session's earlier IDs")
+  })
+
+  await step('time bounds', async () => {
+    const probe = ids[10]
+    const ts = (await client.query('SELECT snowflake_timestamp($1) AS ts', [probe])).rows[0].ts
+    ok(ts instanceof Date, 'snowflake_timestamp() arrives as a Date')
+    const b = (await client.query('SELECT snowflake_min_id($1) AS lo, snowflake_max_id($1) AS hi', [ts])).rows[0]
+    ok(b.lo <= probe && probe <= b.hi, 'snowflake_min_id(ts) <= id <= snowflake_max_id(ts)', `${b.lo} ${probe} ${b.hi}`)
+    const start = (await client.query('SELECT snowflake_timestamp($1) AS ts', [ids[0]])).rows[0].ts
+    const end = (await client.query('SELECT snowflake_timestamp($1) AS ts', [ids[2]])).rows[0].ts
+    // docs: node-range
+    const { rows } = await client.query(
+      'SELECT id FROM orders WHERE id >= snowflake_min_id($1) AND id <= snowflake_max_id($2) ORDER BY id',
+      [start, end])   // two Dates
+    // end docs
+    const want = ids.filter((x) => {
+      const ms = decode(x, layout).ms
+      return ms >= start.getTime() && ms <= end.getTime()
+    })
+    eq(rows.map((r) => r.id), want, 'the range query returns exactly the rows whose timestamps lie in the range')
+    eq(rows.map((r) => r.id), ids.slice(0, 3), 'the range holds the three rows made before the pause')
+  })
+
+  // Back to strings for the Number checks.
+  pg.types.setTypeParser(20, (s) => s)
+  await client.query('DROP TABLE orders')
+  const strings = await twoHundred(client)
+  const numbers = strings.map(Number)
+  ok(strings.every((s) => BigInt(s) > BigInt(Number.MAX_SAFE_INTEGER)),
+    'default layout: every ID is above Number.MAX_SAFE_INTEGER (2^53 - 1)')
+  const wrong = strings.find((s) => BigInt(Number(s)) !== BigInt(s))
+  ok(wrong !== undefined, 'default layout: Number(id) rounds a real ID',
+    'no ID was rounded')
+  if (wrong !== undefined) {
+    console.log(`#   Number('${wrong}') = ${Number(wrong)}, BigInt('${wrong}') = ${BigInt(wrong)}`)
+  }
+  ok(new Set(numbers).size < new Set(strings).size,
+    'default layout: Number() maps distinct IDs to one value',
+    `${new Set(strings).size} IDs, ${new Set(numbers).size} Numbers`)
+  ok(strings.some((s) => String(JSON.parse(`{"id": ${s}}`).id) !== s),
+    'default layout: an ID as a bare JSON number does not survive JSON.parse()')
+  await client.end()
+}
+
+async function jsSafeLayout() {
+  const client = new pg.Client({ port: Number(process.env.SNOWFLAKE_JS_SAFE_PORT), database: 'node' })
+  await client.connect()
+  const layout = (await client.query(LAYOUT_SQL)).rows[0]
+  eq(layout.node_bits + layout.worker_bits + layout.sequence_bits, 12,
+    'JavaScript-safe layout: 12 bits below the timestamp')
+  const strings = await twoHundred(client)
+  ok(strings.every((s) => BigInt(s) < 2n ** 53n), 'JavaScript-safe layout: every ID is below 2^53')
+  ok(strings.every((s) => Number.isSafeInteger(Number(s))), 'JavaScript-safe layout: Number(id) is a safe integer')
+  ok(strings.every((s) => BigInt(Number(s)) === BigInt(s) && String(Number(s)) === s),
+    'JavaScript-safe layout: Number(id) is exact')
+  ok(strings.every((s) => String(JSON.parse(`{"id": ${s}}`).id) === s),
+    'JavaScript-safe layout: an ID as a bare JSON number survives JSON.parse()')
+  eq(new Set(strings.map(Number)).size, 200, 'JavaScript-safe layout: 200 IDs, 200 distinct Numbers')
+  const server = []
+  for (const s of strings) {
+    const d = (await client.query(DECODE_SQL, [s])).rows[0]
+    server.push({ ms: Number(d.ms), node_id: d.node_id, worker_id: d.worker_id, seq: d.seq })
+  }
+  eq(server, strings.map((s) => decode(BigInt(s), layout)),
+    "JavaScript-safe layout: snowflake_decode() equals the client's decoding")
+  // Plain Number arithmetic decodes it too: the timestamp is Math.floor(id / 2^12).
+  const shift = 2 ** 12
+  eq(strings.map((s) => Math.floor(Number(s) / shift) + Number(layout.epoch_ms)), server.map((d) => d.ms),
+    'JavaScript-safe layout: Number arithmetic gives the exact timestamps')
+  await client.end()
+}
+
+async function main() {
+  ok(require('pg/package.json').version === require('./package.json').dependencies.pg,
+    `pg ${require('pg/package.json').version}, the pinned version`)
+  await step('default layout', defaultLayout)
+  await step('JavaScript-safe layout', jsSafeLayout)
+  console.log(`node: ${passed} passed, ${failed} failed`)
+  process.exitCode = failed === 0 && passed > 0 ? 0 : 1
+}
+
+main()

@@ -1,0 +1,104 @@
+"""psycopg 3 with snowflake IDs: rows keyed by the column default, IDs read
+back exactly as Python ints, decoded, a batch from snowflake_nextval(n), and
+a time range on the primary key.  Connects through the PG* environment
+variables (test/clients/run.sh sets them)."""
+
+import os
+import sys
+import time
+
+import psycopg
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from pycheck import LAYOUT_SQL, Checks, check_decoded, decode  # noqa: E402
+
+c = Checks("psycopg")
+conn = psycopg.connect(autocommit=True)
+c.ok(psycopg.__version__.startswith("3."), f"psycopg {psycopg.__version__}")
+cur = conn.cursor()
+
+# docs: psycopg-table
+cur.execute("""
+    CREATE TABLE orders (
+        id   bigint PRIMARY KEY DEFAULT snowflake_nextval(),
+        item text NOT NULL
+    )""")
+# end docs
+
+layout = cur.execute(LAYOUT_SQL).fetchone()
+since = cur.execute("SELECT clock_timestamp()").fetchone()[0]
+
+# One row at a time, then many in one executemany().
+ids = []
+for item in ("tea", "cake", "scone"):
+    # docs: psycopg-insert
+    cur.execute("INSERT INTO orders (item) VALUES (%s) RETURNING id", (item,))
+    order_id = cur.fetchone()[0]    # a Python int: all 64 bits, exact
+    # end docs
+    ids.append(order_id)
+# A pause, so that the time range below can split the rows.
+time.sleep(0.02)
+cur.executemany("INSERT INTO orders (item) VALUES (%s) RETURNING id",
+                [(f"bulk {i}",) for i in range(20)], returning=True)
+while True:
+    ids.append(cur.fetchone()[0])
+    if not cur.nextset():
+        break
+until = cur.execute("SELECT clock_timestamp()").fetchone()[0]
+worker = cur.execute("SELECT worker_id FROM snowflake_workers "
+                     "WHERE pid = pg_backend_pid()").fetchone()[0]
+
+c.eq(len(ids), 23, "23 IDs came back from RETURNING")
+c.ok(all(type(i) is int for i in ids), "every ID is a Python int")
+c.increasing(ids, "IDs strictly increase in insertion order (one session)")
+
+# Exact: the ints equal the server's own text of the IDs.
+rows = cur.execute("SELECT id, id::text AS id_text FROM orders ORDER BY id").fetchall()
+c.eq([r[0] for r in rows], ids, "the IDs read back equal the IDs returned")
+c.ok(all(r[0] == int(r[1]) for r in rows), "each ID equals its id::text")
+c.ok(all(i > 2**53 for i in ids),
+     "the IDs are above 2^53 (where a float would round them)")
+
+server = [cur.execute("SELECT ts, node_id, worker_id, seq "
+                      "FROM snowflake_decode(%s)", (i,)).fetchone() for i in ids]
+check_decoded(c, ids, server, layout, worker, since, until)
+
+with c.step("batch: snowflake_nextval(n)"):
+    # docs: psycopg-batch
+    cur.execute("SELECT snowflake_nextval(%s)", (100,))
+    batch = [row[0] for row in cur.fetchall()]
+    cur.executemany("INSERT INTO orders (id, item) VALUES (%s, %s)",
+                    [(id_, f"preassigned {n}") for n, id_ in enumerate(batch)])
+    # end docs
+    c.eq(len(batch), 100, "the batch has 100 IDs")
+    c.increasing(batch, "the batch strictly increases")
+    c.ok(batch[0] > ids[-1], "the batch follows the session's earlier IDs")
+    c.eq(cur.execute("SELECT count(*) FROM orders WHERE id = ANY(%s)",
+                     (batch,)).fetchone()[0], 100,
+         "the preassigned IDs were inserted")
+
+with c.step("time bounds"):
+    # A row's ID lies between the bounds of its own timestamp.
+    probe = ids[len(ids) // 2]
+    ts = cur.execute("SELECT snowflake_timestamp(%s)", (probe,)).fetchone()[0]
+    lo, hi = cur.execute("SELECT snowflake_min_id(%s), snowflake_max_id(%s)",
+                         (ts, ts)).fetchone()
+    c.ok(lo <= probe <= hi, "snowflake_min_id(ts) <= id <= snowflake_max_id(ts)",
+         f"{lo} <= {probe} <= {hi}")
+    # A time range of the primary key, from the first row to the third.
+    start = cur.execute("SELECT snowflake_timestamp(%s)", (ids[0],)).fetchone()[0]
+    end = cur.execute("SELECT snowflake_timestamp(%s)", (ids[2],)).fetchone()[0]
+    # docs: psycopg-range
+    cur.execute("SELECT id FROM orders"
+                " WHERE id >= snowflake_min_id(%s) AND id <= snowflake_max_id(%s)"
+                " ORDER BY id", (start, end))
+    # end docs
+    got = [r[0] for r in cur.fetchall()]
+    every = [r[0] for r in cur.execute("SELECT id FROM orders").fetchall()]
+    want = sorted(i for i in every if start <= decode(i, layout)[0] <= end)
+    c.eq(got, want, "the range query returns exactly the rows whose "
+         "timestamps lie in the range")
+    c.eq(got, ids[:3], "the range holds the three rows made before the pause")
+
+conn.close()
+c.finish()

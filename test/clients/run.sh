@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# The clients tier: real client libraries (psycopg 3, SQLAlchemy, Django,
+# node-postgres, JDBC) against snowflake IDs.  Starts two throwaway
+# clusters with the extension preloaded, reachable only through a Unix
+# socket in a temporary directory: one with the default layout, one with
+# the JavaScript-safe layout (12 bits below the timestamp, so IDs stay below
+# 2^53) for the node-postgres Number check.  Each client gets its own
+# database and prints "<client>: N passed, M failed"; the last line is
+# "clients: N checks passed, M clients failed".  Exits non-zero if any
+# client failed.  Run as the unprivileged tester with the extension
+# installed (test/run-tests.sh does); the dependencies come from
+# test/install-deps.sh.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+python=${SNOWFLAKE_PYTHON:-/usr/bin/python3}
+jdbc_jar=${SNOWFLAKE_JDBC_JAR:-/usr/share/java/postgresql.jar}
+
+tmp=$(mktemp -d /tmp/snowflake-clients.XXXXXX)
+default_port=5432
+jssafe_port=5433
+cleanup() {
+	local d
+	for d in default jssafe; do
+		if [ -f "$tmp/$d/postmaster.pid" ]; then
+			pg_ctl -D "$tmp/$d" -m immediate -w stop >/dev/null 2>&1 || true
+		fi
+	done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# initdb and start a cluster: $1 its name, $2 its port, the rest extra
+# postgresql.conf lines.
+start_cluster() {
+	local name=$1 port=$2
+	shift 2
+	initdb -D "$tmp/$name" -A trust -U postgres --no-sync >"$tmp/$name.initdb.log" 2>&1 ||
+		{ cat "$tmp/$name.initdb.log"; return 1; }
+	{
+		echo "shared_preload_libraries = 'snowflake'"
+		echo "listen_addresses = ''"
+		echo "unix_socket_directories = '$tmp'"
+		echo "port = $port"
+		echo "fsync = off"
+		printf '%s\n' "$@"
+	} >>"$tmp/$name/postgresql.conf"
+	pg_ctl -D "$tmp/$name" -l "$tmp/$name.log" -w -t 120 start >/dev/null ||
+		{ cat "$tmp/$name.log"; return 1; }
+	psql -X -q -h "$tmp" -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 \
+		-c 'CREATE EXTENSION snowflake'
+}
+
+# A database with the extension, for one client.
+create_db() {
+	local port=$1 db=$2
+	psql -X -q -h "$tmp" -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 \
+		-c "CREATE DATABASE $db" >/dev/null
+	psql -X -q -h "$tmp" -p "$port" -U postgres -d "$db" -v ON_ERROR_STOP=1 \
+		-c 'CREATE EXTENSION snowflake' >/dev/null
+}
+
+start_cluster default "$default_port" &
+start_default=$!
+# The JavaScript-safe layout: 2 node, 2 worker and 8 sequence bits.
+# (4 worker slots: the server warns that max_connections is larger.)
+start_cluster jssafe "$jssafe_port" \
+	"snowflake.node_bits = 2" "snowflake.worker_bits = 2" "snowflake.sequence_bits = 8" &
+start_jssafe=$!
+wait "$start_default"
+wait "$start_jssafe"
+
+export PGHOST=$tmp PGPORT=$default_port PGUSER=postgres
+export HOME=$tmp
+export SNOWFLAKE_JS_SAFE_PORT=$jssafe_port
+create_db "$jssafe_port" node
+
+total=0
+failed=0
+failed_names=()
+# Runs one client: $1 its name (also its database), the rest the command.
+run_client() {
+	local name=$1 out status start
+	shift
+	echo "--- $name"
+	start=$SECONDS
+	create_db "$default_port" "$name"
+	set +e
+	PGDATABASE=$name "$@" 2>&1 | tee "$tmp/$name.out"
+	status=${PIPESTATUS[0]}
+	set -e
+	# The client's own count; a client that died before printing it failed.
+	out=$(sed -n "s/^$name: \([0-9]*\) passed, \([0-9]*\) failed\$/\1 \2/p" "$tmp/$name.out" | tail -1)
+	if [ "$status" -eq 0 ] && [ -n "$out" ] && [ "${out#* }" = 0 ]; then
+		total=$((total + ${out% *}))
+		echo "--- $name: ok ($((SECONDS - start)) s)"
+	else
+		failed=$((failed + 1))
+		failed_names+=("$name")
+		echo "--- $name: FAILED (exit status $status; ${out:-no count printed})"
+	fi
+}
+
+run_client docs "$python" "$here/docs_sync.py" "$top/docs/clients.md" "$here"
+run_client psycopg "$python" "$here/psycopg/test_psycopg.py"
+run_client sqlalchemy "$python" "$here/sqlalchemy/test_sqlalchemy.py"
+run_client django env PYTHONPATH="$here/django" DJANGO_SETTINGS_MODULE=snowflake_site.settings \
+	"$python" "$here/django/test_django.py"
+run_client node node "$here/node/test_pg.js"
+# JDBC: compiled here, against Debian's driver.  The driver cannot reach a
+# Unix socket by itself, so the test hands it a socket factory
+# (test/clients/jdbc/UnixSocketFactory.java).
+jdbc_test() {
+	mkdir -p "$tmp/classes"
+	javac -J-XX:TieredStopAtLevel=1 -J-XX:-UsePerfData -d "$tmp/classes" -cp "$jdbc_jar" "$here"/jdbc/*.java &&
+		java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData -cp "$tmp/classes:$jdbc_jar" \
+			SnowflakeJdbcTest "$tmp/.s.PGSQL.$default_port"
+}
+run_client jdbc jdbc_test
+
+if [ "$failed" -ne 0 ]; then
+	echo "server logs: $tmp/default.log, $tmp/jssafe.log" >&2
+	tail -n 20 "$tmp/default.log" "$tmp/jssafe.log" >&2 || true
+fi
+echo "clients: $total checks passed, $failed clients failed${failed_names[*]:+ (${failed_names[*]})}"
+[ "$failed" -eq 0 ]
