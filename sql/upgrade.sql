@@ -41,6 +41,11 @@ SELECT pg_get_function_arguments(p.oid) AS convert_column_1_2,
   FROM pg_proc AS p
  WHERE p.oid = 'snowflake_convert_column'::regproc;
 
+ALTER EXTENSION snowflake UPDATE TO '1.3';
+SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
+SELECT object FROM extension_objects ORDER BY 1;
+SELECT pg_get_function_arguments('snowflake_status'::regproc) AS status_1_3;
+
 -- The upgraded extension matches a fresh install of the default version.
 CREATE TEMP TABLE upgraded AS SELECT * FROM extension_functions;
 CREATE TEMP TABLE upgraded_objects AS SELECT * FROM extension_objects;
