@@ -34,6 +34,13 @@ PG_FUNCTION_INFO_V1(snowflake_release_worker);
 /* The sleep quantum while waiting for the clock; keeps waits cancellable. */
 static constexpr int64 kMaxSleepUs = 10000;
 
+/*
+ * The last stretch of a wait, spent reading the clock instead of sleeping:
+ * a sleep overshoots by tens of microseconds or more, and at max_drift = 0
+ * an overshoot past the next millisecond loses that millisecond's IDs.
+ */
+static constexpr int64 kSpinUs = 1000;
+
 /* The slot's mark, as the core's cell: a thin adapter over the atomic. */
 struct SlotMarkCell
 {
@@ -153,9 +160,11 @@ ReportClockTooFarBehind(int64 target_unix_ms)
 }
 
 /*
- * Sleeps until the wall clock reaches "target_unix_ms", for at most
+ * Waits until the wall clock reaches "target_unix_ms", for at most
  * snowflake.clock_wait_timeout (measured on the monotonic clock, which
- * steps do not move); never holds a lock.
+ * steps do not move): sleeps in steps of at most kMaxSleepUs, then reads
+ * the clock through the last kSpinUs, so that it returns within
+ * microseconds of the target.  Never holds a lock.
  */
 static void
 WaitForClock(int64 target_unix_ms)
@@ -173,7 +182,10 @@ WaitForClock(int64 target_unix_ms)
 			return;
 		if (allowed_us <= 0)
 			ReportClockTooFarBehind(target_unix_ms);
-		pg_usleep(Min(Min(remaining_us, allowed_us), kMaxSleepUs));
+		if (remaining_us > kSpinUs)
+			pg_usleep(Min(Min(remaining_us - kSpinUs, allowed_us), kMaxSleepUs));
+		else
+			pg_spin_delay();
 		CHECK_FOR_INTERRUPTS();
 	}
 }
