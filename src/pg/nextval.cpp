@@ -35,9 +35,13 @@ PG_FUNCTION_INFO_V1(snowflake_release_worker);
 static constexpr int64 kMaxSleepUs = 10000;
 
 /*
- * The last stretch of a wait, spent reading the clock instead of sleeping:
- * a sleep overshoots by tens of microseconds or more, and at max_drift = 0
- * an overshoot past the next millisecond loses that millisecond's IDs.
+ * At max_drift = 0, the last stretch of a wait is spent reading the clock
+ * instead of sleeping.  There a session that used up a millisecond waits
+ * for the next one, and a sleep, which overshoots by tens of microseconds
+ * or more, loses that millisecond's IDs if it wakes too late to issue them
+ * all.  With max_drift >= 1 the next ID lies ahead of the clock, so only
+ * an overshoot of more than max_drift would skip timestamps, and sleeping
+ * saves a CPU for as long as the session stays at the drift bound.
  */
 static constexpr int64 kSpinUs = 1000;
 
@@ -162,15 +166,16 @@ ReportClockTooFarBehind(int64 target_unix_ms)
 /*
  * Waits until the wall clock reaches "target_unix_ms", for at most
  * snowflake.clock_wait_timeout (measured on the monotonic clock, which
- * steps do not move): sleeps in steps of at most kMaxSleepUs, then reads
- * the clock through the last kSpinUs, so that it returns within
- * microseconds of the target.  Never holds a lock.
+ * steps do not move): sleeps in steps of at most kMaxSleepUs; at
+ * max_drift = 0 it reads the clock through the last kSpinUs instead, so
+ * that it returns within microseconds of the target.  Never holds a lock.
  */
 static void
 WaitForClock(int64 target_unix_ms)
 {
 	int64		deadline_us = NowMonotonicUs() +
 		int64{g_settings.clock_wait_timeout_ms} * 1000;
+	int64		spin_us = g_settings.max_drift_ms == 0 ? kSpinUs : 0;
 
 	pg_atomic_fetch_add_u64(&slot->overflow_waits, 1);
 	for (;;)
@@ -182,8 +187,8 @@ WaitForClock(int64 target_unix_ms)
 			return;
 		if (allowed_us <= 0)
 			ReportClockTooFarBehind(target_unix_ms);
-		if (remaining_us > kSpinUs)
-			pg_usleep(Min(Min(remaining_us - kSpinUs, allowed_us), kMaxSleepUs));
+		if (remaining_us > spin_us)
+			pg_usleep(Min(Min(remaining_us - spin_us, allowed_us), kMaxSleepUs));
 		else
 			pg_spin_delay();
 		CHECK_FOR_INTERRUPTS();
