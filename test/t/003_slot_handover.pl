@@ -12,8 +12,8 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $burst_size = 2_000_000;
-my $max_sequence = 4095;    # 12 sequence bits, the default
+my $burst_size = 1_500_000;
+my $max_sequence = 255;     # 8 sequence bits, on the single-slot node
 
 # Starts a node with snowflake preloaded and the given extra settings.
 sub start_node
@@ -104,11 +104,12 @@ SELECT count(*) > 0 FROM pg_locks
 
 # --- Single slot: handover by disconnecting -------------------------------
 #
-# Right after start a slot's mark lies max_drift ahead of the clock, and the
-# burst keeps it there.  A max_drift of 5 s leaves the next holder ample time
-# to claim before the clock catches up with the mark, on a slow machine too.
+# With 8 sequence bits a burst spans 5.9 s of timestamps, more than the
+# 5 s max_drift: it ends up to max_drift ahead of the clock, which leaves
+# the next session seconds to attach before the clock catches up with the
+# mark, on a slow machine too.
 my $single = start_node('single_slot',
-	"snowflake.worker_bits = 0\nsnowflake.max_drift = 5000\n");
+	"snowflake.worker_bits = 0\nsnowflake.sequence_bits = 8\nsnowflake.max_drift = 5000\n");
 is($single->safe_psql('postgres', 'SELECT slots_total FROM snowflake_status()'),
 	'1', 'worker_bits = 0 gives one slot');
 
