@@ -26,12 +26,15 @@ UPGRADE_CHAIN = src/sql/snowflake--1.0--1.1.sql src/sql/snowflake--1.1--1.2.sql 
 	src/sql/snowflake--1.2--1.3.sql
 DATA_built = snowflake--$(EXTVERSION).sql
 DATA = $(FIRST_RELEASE) $(UPGRADE_CHAIN)
-EXTRA_CLEAN = test/unit/core_test $(OBJS:.o=.d)
+EXTRA_CLEAN = test/unit/core_test $(OBJS:.o=.d) output_iso_one_slot/ tmp_check_iso_one_slot/
 
 REGRESS = api decode errors status upgrade convert privileges time_bounds
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/conf/regress.conf
 ISOLATION = slot_claims interleaved_nextval
 ISOLATION_OPTS = --temp-instance=tmp_check_iso --temp-config=test/conf/preload.conf
+# Specs that need every session on one worker slot run on an instance of
+# their own, with snowflake.worker_bits = 0.
+ISOLATION_ONE_SLOT = shared_slot
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 
@@ -55,6 +58,15 @@ PROVE_FLAGS += -I test/perl
 
 -include $(OBJS:.o=.d)
 
+# Part of the isolation tests: "make installcheck ISOLATION=" skips it too.
+ifdef ISOLATION
+installcheck: installcheck-one-slot
+endif
+installcheck-one-slot:
+	$(pg_isolation_regress_installcheck) --outputdir=output_iso_one_slot \
+		--temp-instance=tmp_check_iso_one_slot --temp-config=test/conf/shared_slot.conf \
+		$(ISOLATION_ONE_SLOT)
+
 snowflake--$(EXTVERSION).sql: $(FIRST_RELEASE) $(UPGRADE_CHAIN) snowflake.control
 	cat $(FIRST_RELEASE) $(UPGRADE_CHAIN) > $@
 
@@ -66,4 +78,4 @@ test/unit/core_test: test/unit/core_test.cpp $(CORE_OBJS:.o=.cpp) src/core/*.hpp
 unittest: test/unit/core_test
 	test/unit/core_test
 
-.PHONY: unittest
+.PHONY: unittest installcheck-one-slot

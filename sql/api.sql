@@ -36,14 +36,15 @@ SELECT w.worker_id = (SELECT (snowflake_decode(max(id))).worker_id FROM orders) 
   FROM snowflake_workers AS w
  WHERE w.pid = pg_backend_pid();
 
--- The claim is a session-level advisory lock in database 0, visible in pg_locks.
+-- The attachment is a session-level advisory lock in database 0, in share
+-- mode (other sessions may attach to the same slot), visible in pg_locks.
 SELECT l.database, l.classid, l.objid = w.worker_id AS objid_is_worker, l.objsubid,
        l.mode, l.granted
   FROM pg_locks AS l
        JOIN snowflake_workers AS w ON w.pid = l.pid
  WHERE l.locktype = 'advisory' AND l.pid = pg_backend_pid();
 
--- Releasing hands the slot back; the next call claims one again and still
+-- Releasing detaches from the slot; the next call attaches again and still
 -- returns a larger ID than any this session issued.
 SELECT max(id) AS last_before_release FROM orders \gset
 SELECT snowflake_release_worker() AS released;
@@ -54,8 +55,8 @@ SELECT count(*) AS my_locks
 SELECT snowflake_nextval() > :last_before_release AS still_increasing;
 SELECT count(*) AS my_slots FROM snowflake_workers WHERE pid = pg_backend_pid();
 
--- pg_advisory_unlock_all() drops the lock, but not the slot: nobody else
--- can claim a slot that a live session still holds.
+-- pg_advisory_unlock_all() drops the lock, but not the attachment: the
+-- session stays attached and counted, and goes on issuing larger IDs.
 SELECT pg_advisory_unlock_all();
 SELECT count(*) AS my_slots FROM snowflake_workers WHERE pid = pg_backend_pid();
 SELECT snowflake_nextval() > :last_before_release AS still_increasing;

@@ -21,12 +21,10 @@ SET snowflake.max_drift = 0;
 SET snowflake.nodeid = 3;
 \echo :LAST_ERROR_SQLSTATE
 
--- claim_timeout is a session setting, with a range.
-SET snowflake.claim_timeout = -1;
-\echo :LAST_ERROR_SQLSTATE
+-- claim_timeout is gone (sessions share worker slots and never wait for
+-- one): setting it is an error like any unknown snowflake.* setting.
 SET snowflake.claim_timeout = '2s';
-SHOW snowflake.claim_timeout;
-RESET snowflake.claim_timeout;
+\echo :LAST_ERROR_SQLSTATE
 
 -- The settings in force.
 SELECT name, setting, unit, context

@@ -19,10 +19,14 @@ SELECT reserved_until >= (SELECT max(w.last_timestamp) FROM snowflake_workers AS
 -- The recorded layout matches the running one.
 SELECT first_id, epoch, node_bits, worker_bits, sequence_bits FROM snowflake_layout;
 
--- Claiming a slot uses one; IDs are counted exactly.
-SELECT slots_used AS used_before, ids_issued AS issued_before FROM snowflake_status() \gset
+-- Attaching to a slot uses one, alone; IDs are counted exactly.
+SELECT slots_used AS used_before, sessions_attached AS attached_before,
+       ids_issued AS issued_before
+  FROM snowflake_status() \gset
 SELECT count(snowflake_nextval()) FROM generate_series(1, 5000);
 SELECT slots_used - :used_before AS newly_used,
+       sessions_attached - :attached_before AS newly_attached,
+       slots_shared,
        ids_issued - :issued_before AS newly_issued
   FROM snowflake_status();
 

@@ -1,6 +1,6 @@
 /*
  * generator.cpp
- *	  Set-up of the per-worker ID generator; the hot path is inline in the
+ *	  Set-up of a worker id's generator; the hot path is inline in the
  *	  header.
  */
 #include "pure.hpp"
@@ -9,10 +9,9 @@
 namespace snowflake {
 
 void
-Generator::Start(const Layout &layout, uint32_t node_id, uint32_t worker_id,
-				 int64_t max_drift_ms, Mark after)
+SlotGenerator::Start(const Layout &layout, uint32_t node_id, uint32_t worker_id,
+					 int64_t max_drift_ms)
 {
-	mark_ = after;
 	fixed_bits_ = (static_cast<uint64_t>(node_id) << layout.NodeShift()) |
 		(static_cast<uint64_t>(worker_id) << layout.WorkerShift());
 	timestamp_shift_ = layout.TimestampShift();

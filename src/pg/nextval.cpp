@@ -3,11 +3,13 @@
  *	  snowflake_nextval() and snowflake_release_worker().
  *
  * The first call in a session does the slow work once: it checks that the
- * running layout may issue IDs in this database, claims a worker slot and
- * starts the generator after the slot's high-water mark and the floor.
- * Every later call is the hot path: one clock read, one read of the shared
- * reservation, the generator step, and two plain stores into the session's
- * own slot.  No lock, no allocation, no WAL.  Leaving the hot path: waiting
+ * running layout may issue IDs in this database, attaches to the
+ * least-loaded worker slot and raises the slot's mark past the floor, the
+ * newest millisecond of any slot and the session's own last ID.  Every
+ * later call is the hot path: one clock read, one read of the shared
+ * reservation, one compare-and-swap of the slot's mark (which a session
+ * alone on its slot never loses), and one plain store of the session's
+ * count.  No lock, no allocation, no WAL.  Leaving the hot path: waiting
  * for the clock (bounded by snowflake.clock_wait_timeout), and, rarely,
  * extending the reservation when the background worker has not.
  */
@@ -32,14 +34,38 @@ PG_FUNCTION_INFO_V1(snowflake_release_worker);
 /* The sleep quantum while waiting for the clock; keeps waits cancellable. */
 static constexpr int64 kMaxSleepUs = 10000;
 
-static snowflake::Generator generator;
-static SharedState *state = nullptr;
-static WorkerSlot *slot = nullptr;	/* the slot this session holds */
-static uint64 ids_from_slot = 0;	/* issued since the slot was claimed */
+/*
+ * At max_drift = 0, the last stretch of a wait is spent reading the clock
+ * instead of sleeping.  There a session that used up a millisecond waits
+ * for the next one, and a sleep, which overshoots by tens of microseconds
+ * or more, loses that millisecond's IDs if it wakes too late to issue them
+ * all.  With max_drift >= 1 the next ID lies ahead of the clock, so only
+ * an overshoot of more than max_drift would skip timestamps, and sleeping
+ * saves a CPU for as long as the session stays at the drift bound.
+ */
+static constexpr int64 kSpinUs = 1000;
 
-/* Everything this session issued lies at or below this mark. */
-static bool has_own_mark = false;
-static snowflake::Mark own_mark;
+/* The slot's mark, as the core's cell: a thin adapter over the atomic. */
+struct SlotMarkCell
+{
+	pg_atomic_uint64 *word;
+
+	uint64		Load() const { return pg_atomic_read_u64(word); }
+	bool		CompareExchange(uint64 &expected, uint64 desired)
+	{
+		return pg_atomic_compare_exchange_u64(word, &expected, desired);
+	}
+};
+
+static snowflake::SlotGenerator generator;
+static SharedState *state = nullptr;
+static WorkerSlot *slot = nullptr;	/* the slot this session is attached to */
+static SlotMarkCell mark_cell;
+static SessionAttachment *attachment = nullptr;
+static uint64 ids_from_slot = 0;	/* issued since attaching */
+
+/* The last ID this session issued, under any slot; 0 before the first. */
+static int64 own_last_id = 0;
 
 static void
 RefuseOutsidePrimaryLeader(void)
@@ -56,12 +82,6 @@ RefuseOutsidePrimaryLeader(void)
 				 errmsg("cannot call snowflake_nextval() in a parallel worker")));
 }
 
-/*
- * Claims a slot and starts the generator after both the slot's mark (the
- * previous holder's last ID) and the session's own last ID, so IDs stay
- * unique and, per session, increasing even when a session releases one slot
- * and claims another.
- */
 /*
  * Logs, once per server start, that the clock is behind the reservation the
  * server resumed from: IDs then run ahead of the clock, or wait for it.
@@ -87,12 +107,12 @@ ReportClockBehindFloor(int64 floor)
 }
 
 /*
- * Claims a slot and starts the generator after the slot's mark (the
- * previous holder's last ID), the floor (the reservation this server
- * resumed from), the newest millisecond of any slot, and the session's own
- * last ID, so IDs stay unique and, per
- * session, increasing even when a session releases one slot and claims
- * another.
+ * Attaches to a slot and raises its mark so that its next ID lies above the
+ * floor (the reservation this server resumed from), above the newest
+ * millisecond of any slot (after the clock stepped back, a slot must not
+ * fall behind the others), and, under this slot's worker id, above every ID
+ * this session issued before (it may have used another slot).  The mark
+ * only ever rises, so the slot's other sessions lose nothing.
  */
 static void
 AcquireGenerator(void)
@@ -103,29 +123,28 @@ AcquireGenerator(void)
 
 	ReportClockBehindFloor(floor);
 
-	WorkerSlot *claimed = ClaimWorkerSlot(state, &worker_id);
-	snowflake::IdParts last = snowflake::Decompose(
-		layout, static_cast<int64>(pg_atomic_read_u64(&claimed->last_id)));
+	WorkerSlot *attached = AttachWorkerSlot(state, &worker_id, &attachment);
+
+	generator.Start(layout, static_cast<uint32_t>(g_settings.node_id), worker_id,
+					g_settings.max_drift_ms);
+	mark_cell.word = &attached->last_id;
+
 	snowflake::Mark after = snowflake::MarkBefore(layout, floor);
-
-	if (after < snowflake::Mark{last.timestamp, last.sequence})
-		after = snowflake::Mark{last.timestamp, last.sequence};
-
-	/*
-	 * Not below the newest millisecond any slot issued: after the clock
-	 * stepped back, a new holder does not fall behind the others.
-	 */
 	snowflake::Mark newest = snowflake::MarkBefore(layout, NewestIssuedTimestamp(state));
 
 	if (after < newest)
 		after = newest;
-	if (has_own_mark && after.timestamp <= own_mark.timestamp)
-		after = snowflake::Mark{own_mark.timestamp, layout.MaxSequence()};
+	if (own_last_id != 0)
+	{
+		snowflake::Mark own{snowflake::Decompose(layout, own_last_id).timestamp,
+							layout.MaxSequence()};
 
-	generator.Start(layout, static_cast<uint32_t>(g_settings.node_id), worker_id,
-					g_settings.max_drift_ms, after);
+		if (after < own)
+			after = own;
+	}
+	generator.Raise(mark_cell, after);
 	ids_from_slot = 0;
-	slot = claimed;
+	slot = attached;
 }
 
 [[noreturn]] static void
@@ -145,18 +164,20 @@ ReportClockTooFarBehind(int64 target_unix_ms)
 }
 
 /*
- * Sleeps until the wall clock reaches "target_unix_ms", for at most
+ * Waits until the wall clock reaches "target_unix_ms", for at most
  * snowflake.clock_wait_timeout (measured on the monotonic clock, which
- * steps do not move); never holds a lock.
+ * steps do not move): sleeps in steps of at most kMaxSleepUs; at
+ * max_drift = 0 it reads the clock through the last kSpinUs instead, so
+ * that it returns within microseconds of the target.  Never holds a lock.
  */
 static void
 WaitForClock(int64 target_unix_ms)
 {
 	int64		deadline_us = NowMonotonicUs() +
 		int64{g_settings.clock_wait_timeout_ms} * 1000;
+	int64		spin_us = g_settings.max_drift_ms == 0 ? kSpinUs : 0;
 
-	pg_atomic_write_u64(&slot->overflow_waits,
-						pg_atomic_read_u64(&slot->overflow_waits) + 1);
+	pg_atomic_fetch_add_u64(&slot->overflow_waits, 1);
 	for (;;)
 	{
 		int64		remaining_us = target_unix_ms * 1000 - NowUnixUs();
@@ -166,7 +187,10 @@ WaitForClock(int64 target_unix_ms)
 			return;
 		if (allowed_us <= 0)
 			ReportClockTooFarBehind(target_unix_ms);
-		pg_usleep(Min(Min(remaining_us, allowed_us), kMaxSleepUs));
+		if (remaining_us > spin_us)
+			pg_usleep(Min(Min(remaining_us - spin_us, allowed_us), kMaxSleepUs));
+		else
+			pg_spin_delay();
 		CHECK_FOR_INTERRUPTS();
 	}
 }
@@ -192,11 +216,11 @@ NextId(void)
 
 	for (;;)
 	{
-		switch (generator.Next(NowTimestamp(), ReservedUntil(state), &result))
+		switch (generator.Next(mark_cell, NowTimestamp(), ReservedUntil(state), &result))
 		{
 			case snowflake::Outcome::kIssued:
-				pg_atomic_write_u64(&slot->last_id, static_cast<uint64>(result));
-				pg_atomic_write_u64(&slot->holder_ids, ++ids_from_slot);
+				pg_atomic_write_u64(&attachment->ids_issued, ++ids_from_slot);
+				own_last_id = result;
 				return result;
 			case snowflake::Outcome::kWait:
 				WaitForClock(result + epoch_ms);
@@ -235,7 +259,7 @@ extern "C" Datum
 snowflake_nextval(PG_FUNCTION_ARGS)
 {
 	/*
-	 * A held slot implies "state" is set; the flag shares reserved_until's
+	 * An attached slot implies "state" is set; the flag shares reserved_until's
 	 * line.  Under a collision every call takes the slow path, which applies
 	 * this session's snowflake.on_node_collision.
 	 */
@@ -253,8 +277,7 @@ snowflake_release_worker(PG_FUNCTION_ARGS)
 	if (slot == nullptr)
 		PG_RETURN_BOOL(false);
 
-	own_mark = generator.mark();
-	has_own_mark = true;
 	slot = nullptr;
-	PG_RETURN_BOOL(ReleaseHeldSlot());
+	attachment = nullptr;
+	PG_RETURN_BOOL(DetachWorkerSlot());
 }

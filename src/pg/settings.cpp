@@ -114,8 +114,6 @@ IntSetting	int_settings[] = {
 	 gettext_noop("How far the durable reservation runs ahead of the newest ID."),
 	 &g_settings.reserve_ahead_ms, 1000, 10, kMaxReserveAheadMs, PGC_SIGHUP, GUC_UNIT_MS,
 	 nullptr},
-	{"snowflake.claim_timeout", gettext_noop("How long a session waits for a free worker slot."),
-	 &g_settings.claim_timeout_ms, 1000, 0, 3600000, PGC_USERSET, GUC_UNIT_MS, nullptr},
 	{"snowflake.clock_wait_timeout",
 	 gettext_noop("How long a session waits for the clock to come within "
 				  "snowflake.max_drift of the next ID."),

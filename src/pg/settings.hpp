@@ -39,7 +39,6 @@ struct Settings
 	char	   *registry_database;	/* where snowflake_nodes is kept */
 	int			registry_interval_ms;	/* changeable on reload */
 	int			on_node_collision;	/* a NodeCollisionPolicy; on reload */
-	int			claim_timeout_ms;	/* changeable per session */
 	int			clock_wait_timeout_ms;	/* changeable per session */
 };
 

@@ -3,7 +3,8 @@
  *	  Requesting, creating and finding snowflake's shared memory.
  *
  * The memory is created afresh at every postmaster start and after every
- * crash restart, with every slot free and the reservation as the data
+ * crash restart, with no session attached to any slot and the reservation
+ * as the data
  * directory last recorded it; WAL replay may raise it further before the
  * first ID is issued.
  */
@@ -29,11 +30,20 @@ SlotCount(void)
 	return g_settings.layout.MaxWorkerId() + 1;
 }
 
+/* Where the attachments start: after the slots, on a cache line. */
+static Size
+AttachmentsOffset(void)
+{
+	return CACHELINEALIGN(add_size(offsetof(SharedState, slots),
+								   mul_size(SlotCount(), sizeof(PaddedWorkerSlot))));
+}
+
 static Size
 SharedStateSize(void)
 {
-	return add_size(offsetof(SharedState, slots),
-					mul_size(SlotCount(), sizeof(PaddedWorkerSlot)));
+	/* MaxBackends is known by the time shared memory is requested. */
+	return add_size(AttachmentsOffset(),
+					mul_size(MaxBackends, sizeof(PaddedSessionAttachment)));
 }
 
 static void
@@ -44,13 +54,15 @@ RequestSharedState(void)
 	RequestAddinShmemSpace(SharedStateSize());
 	RequestNamedLWLockTranche(kLockTrancheName, 1);
 
+	/* Not a problem, but worth knowing when reading the IDs' worker ids. */
 	if (SlotCount() < static_cast<uint32>(MaxConnections))
-		ereport(WARNING,
+		ereport(LOG,
 				(errmsg("snowflake.worker_bits = %d gives %u worker slots, fewer than "
 						"max_connections (%d)",
 						g_settings.layout.worker_bits, SlotCount(), MaxConnections),
-				 errdetail("Sessions beyond the slot count wait for a slot when they "
-						   "call snowflake_nextval().")));
+				 errdetail("Sessions beyond the slot count share slots, and with them "
+						   "the %u IDs per millisecond of a slot.",
+						   g_settings.layout.MaxSequence() + 1)));
 }
 
 static void
@@ -60,13 +72,21 @@ InitSlots(SharedState *state)
 	{
 		WorkerSlot *slot = state->Slot(worker_id);
 
-		/* last_id 0: nothing issued; the floor bounds the first holder. */
+		/* last_id 0: nothing issued; the floor bounds the first session. */
 		memset(slot, 0, sizeof(PaddedWorkerSlot));
-		pg_atomic_init_u32(&slot->owner_pid, 0);
 		pg_atomic_init_u64(&slot->last_id, 0);
-		pg_atomic_init_u64(&slot->holder_ids, 0);
+		pg_atomic_init_u32(&slot->sessions, 0);
+		pg_atomic_init_u64(&slot->released_order, 0);
 		pg_atomic_init_u64(&slot->earlier_ids, 0);
 		pg_atomic_init_u64(&slot->overflow_waits, 0);
+	}
+	for (uint32 i = 0; i < state->attachment_count; i++)
+	{
+		SessionAttachment *attachment = state->Attachment(i);
+
+		memset(attachment, 0, sizeof(PaddedSessionAttachment));
+		pg_atomic_init_u32(&attachment->pid, 0);
+		pg_atomic_init_u64(&attachment->ids_issued, 0);
 	}
 }
 
@@ -90,6 +110,8 @@ StartSharedState(void)
 		state->started_unix_ms = NowUnixMs();
 		pg_atomic_init_u64(&state->release_counter, 0);
 		state->slot_count = SlotCount();
+		state->attachment_count = static_cast<uint32>(MaxBackends);
+		state->attachments_offset = AttachmentsOffset();
 		state->reservation_lock = &(GetNamedLWLockTranche(kLockTrancheName))->lock;
 		pg_atomic_init_u32(&state->gap_reported, 0);
 		pg_atomic_init_u64(&state->reservations, 0);

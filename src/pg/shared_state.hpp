@@ -1,17 +1,27 @@
 /*
  * shared_state.hpp
- *	  The shared-memory state of snowflake: one slot per worker id.
+ *	  The shared-memory state of snowflake: one slot per worker id, and one
+ *	  attachment entry per backend.
  *
- * Worker slot: the shared half of a worker id.  It records who holds the id
- * and the high-water mark (the last ID issued under it), which outlives each
- * holder so that the next one continues strictly after it.
+ * Worker slot: the shared half of a worker id.  Any number of sessions may
+ * attach to it; it holds the high-water mark (the last ID issued under it,
+ * as one word advanced by compare-and-swap, see src/core/generator.hpp),
+ * which outlives every session, so whoever issues next continues strictly
+ * after it.
+ *
+ * Attachment: which slot a backend is attached to, and what it issued
+ * there, in an array indexed by backend.  Only its backend writes an
+ * entry, with plain stores, so counting IDs costs no shared atomic
+ * increment.
  *
  * Who writes what:
- *	- owner_pid changes only by compare-and-swap (claim) or by its holder
- *	  (release); it is the arbiter of ownership.
- *	- The holder alone writes last_id, holder_ids, overflow_waits and the
- *	  descriptive fields; readers such as the snowflake_workers view read
- *	  them without a lock and may see a slightly stale row.
+ *	- last_id changes only by compare-and-swap, by any session of the slot.
+ *	- sessions changes by compare-and-swap (attach) and atomic decrement
+ *	  (detach); it is the arbiter of which slot is least loaded.
+ *	- An attachment is written only by its backend: pid last on attach and
+ *	  first on detach, so a reader that sees a pid sees the rest.  Readers
+ *	  such as the snowflake_workers view take no lock and may see a
+ *	  slightly stale row.
  *
  * The structs are plain data: no constructors, no pointers into a process's
  * own memory.
@@ -23,20 +33,16 @@
 
 struct WorkerSlot
 {
-	pg_atomic_uint32 owner_pid;		/* 0 when free */
-	Oid			database_id;
-	Oid			user_id;
-	TimestampTz claimed_at;
-	uint64		released_order;		/* release_counter at last release; LRU key */
-	pg_atomic_uint64 last_id;		/* high-water mark */
-	pg_atomic_uint64 holder_ids;	/* IDs issued by the current holder */
-	pg_atomic_uint64 earlier_ids;	/* IDs issued by earlier holders */
-	pg_atomic_uint64 overflow_waits;	/* waits for the clock, all holders */
+	pg_atomic_uint64 last_id;		/* high-water mark; 0 before any */
+	pg_atomic_uint32 sessions;		/* sessions attached now */
+	pg_atomic_uint64 released_order;	/* release_counter at last detach; LRU key */
+	pg_atomic_uint64 earlier_ids;	/* IDs issued by sessions since detached */
+	pg_atomic_uint64 overflow_waits;	/* waits for the clock, all sessions */
 };
 
 /*
- * Each slot gets a cache line of its own: its holder writes it on every ID,
- * and neighbours must not share that line.
+ * Each slot gets a cache line of its own: its sessions swap its mark on
+ * every ID, and neighbours must not share that line.
  */
 union PaddedWorkerSlot
 {
@@ -46,6 +52,26 @@ union PaddedWorkerSlot
 
 static_assert(sizeof(WorkerSlot) <= PG_CACHE_LINE_SIZE,
 			  "a worker slot must fit one cache line");
+
+struct SessionAttachment
+{
+	pg_atomic_uint32 pid;			/* 0 when not attached */
+	uint32		worker_id;
+	Oid			database_id;
+	Oid			user_id;
+	TimestampTz attached_at;
+	pg_atomic_uint64 ids_issued;	/* since attaching; its backend writes it */
+};
+
+/* Its backend writes ids_issued on every ID: a cache line of its own. */
+union PaddedSessionAttachment
+{
+	SessionAttachment attachment;
+	char		pad[PG_CACHE_LINE_SIZE];
+};
+
+static_assert(sizeof(SessionAttachment) <= PG_CACHE_LINE_SIZE,
+			  "an attachment must fit one cache line");
 
 struct SharedState
 {
@@ -87,9 +113,18 @@ struct SharedState
 	pg_atomic_uint64 clock_steps_back;
 	pg_atomic_uint64 largest_step_back_ms;
 
+	/* One attachment per backend (MaxBackends), after the slots. */
+	uint32		attachment_count;
+	Size		attachments_offset;
+
 	PaddedWorkerSlot slots[FLEXIBLE_ARRAY_MEMBER];
 
 	WorkerSlot *Slot(uint32 worker_id) { return &slots[worker_id].slot; }
+	SessionAttachment *Attachment(uint32 index)
+	{
+		return &reinterpret_cast<PaddedSessionAttachment *>(
+			reinterpret_cast<char *>(this) + attachments_offset)[index].attachment;
+	}
 };
 
 

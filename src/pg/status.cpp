@@ -2,7 +2,7 @@
  * status.cpp
  *	  snowflake_status() and snowflake_worker_slots(), the monitoring
  *	  functions behind the documented status output and the
- *	  snowflake_workers view.
+ *	  snowflake_workers view (one row per session attached to a slot).
  *
  * Both read shared memory without a lock: each value is read atomically,
  * but a row may mix values from just before and just after a change.
@@ -37,9 +37,11 @@ snowflake_status(PG_FUNCTION_ARGS)
 	SharedState *state = RequireSharedState();
 	const snowflake::Layout &layout = g_settings.layout;
 	TupleDesc	tupdesc;
-	Datum		values[20];
-	bool		nulls[20] = {false};
+	Datum		values[22];
+	bool		nulls[22] = {false};
 	int32		slots_used = 0;
+	int32		slots_shared = 0;
+	int32		sessions_attached = 0;
 	uint64		ids_issued = 0;
 	uint64		overflow_waits = 0;
 	int64		furthest_unix_ms = 0;
@@ -47,13 +49,22 @@ snowflake_status(PG_FUNCTION_ARGS)
 	for (uint32 worker_id = 0; worker_id < state->slot_count; worker_id++)
 	{
 		WorkerSlot *slot = state->Slot(worker_id);
+		uint32		sessions = pg_atomic_read_u32(&slot->sessions);
 
-		if (pg_atomic_read_u32(&slot->owner_pid) != 0)
-			slots_used++;
-		ids_issued += pg_atomic_read_u64(&slot->earlier_ids) +
-			pg_atomic_read_u64(&slot->holder_ids);
+		slots_used += sessions > 0;
+		slots_shared += sessions > 1;
+		sessions_attached += static_cast<int32>(sessions);
+		ids_issued += pg_atomic_read_u64(&slot->earlier_ids);
 		overflow_waits += pg_atomic_read_u64(&slot->overflow_waits);
 		furthest_unix_ms = Max(furthest_unix_ms, SlotLastUnixMs(slot));
+	}
+	/* What attached sessions issued is folded into their slot on detach. */
+	for (uint32 i = 0; i < state->attachment_count; i++)
+	{
+		SessionAttachment *attachment = state->Attachment(i);
+
+		if (pg_atomic_read_u32(&attachment->pid) != 0)
+			ids_issued += pg_atomic_read_u64(&attachment->ids_issued);
 	}
 
 	if (get_call_result_type(fcinfo, nullptr, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -78,6 +89,8 @@ snowflake_status(PG_FUNCTION_ARGS)
 		static_cast<int64>(pg_atomic_read_u64(&state->largest_step_back_ms)));
 	values[16] = UUIDPGetDatum(&state->instance_id);
 	values[17] = BoolGetDatum(pg_atomic_read_u32(&state->node_collision) != 0);
+	values[18] = Int32GetDatum(sessions_attached);
+	values[19] = Int32GetDatum(slots_shared);
 
 	char		problem[sizeof(state->registry_problem)];
 	TimestampTz last_round;
@@ -86,10 +99,10 @@ snowflake_status(PG_FUNCTION_ARGS)
 	last_round = state->registry_last_round;
 	strlcpy(problem, state->registry_problem, sizeof(problem));
 	SpinLockRelease(&state->collision_mutex);
-	values[18] = TimestampTzGetDatum(last_round);
-	nulls[18] = last_round == 0;
-	values[19] = CStringGetTextDatum(problem);
-	nulls[19] = problem[0] == '\0';
+	values[20] = TimestampTzGetDatum(last_round);
+	nulls[20] = last_round == 0;
+	values[21] = CStringGetTextDatum(problem);
+	nulls[21] = problem[0] == '\0';
 	/* An older SQL declaration with fewer columns takes the first ones. */
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }
@@ -101,21 +114,26 @@ snowflake_worker_slots(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
 
 	InitMaterializedSRF(fcinfo, 0);
-	for (uint32 worker_id = 0; worker_id < state->slot_count; worker_id++)
+	for (uint32 i = 0; i < state->attachment_count; i++)
 	{
-		WorkerSlot *slot = state->Slot(worker_id);
-		uint32		pid = pg_atomic_read_u32(&slot->owner_pid);
+		SessionAttachment *attachment = state->Attachment(i);
+		uint32		pid = pg_atomic_read_u32(&attachment->pid);
 		Datum		values[7];
 		bool		nulls[7] = {false};
 
 		if (pid == 0)
 			continue;
-		values[0] = Int32GetDatum(static_cast<int32>(worker_id));
+		/* The pid was written last: the fields read after it are its. */
+		pg_read_barrier();
+
+		WorkerSlot *slot = state->Slot(attachment->worker_id);
+
+		values[0] = Int32GetDatum(static_cast<int32>(attachment->worker_id));
 		values[1] = Int32GetDatum(static_cast<int32>(pid));
-		values[2] = ObjectIdGetDatum(slot->database_id);
-		values[3] = ObjectIdGetDatum(slot->user_id);
-		values[4] = TimestampTzGetDatum(slot->claimed_at);
-		values[5] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&slot->holder_ids)));
+		values[2] = ObjectIdGetDatum(attachment->database_id);
+		values[3] = ObjectIdGetDatum(attachment->user_id);
+		values[4] = TimestampTzGetDatum(attachment->attached_at);
+		values[5] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&attachment->ids_issued)));
 		values[6] = TimestampTzGetDatum(UnixMsToTimestampTz(SlotLastUnixMs(slot)));
 		nulls[6] = pg_atomic_read_u64(&slot->last_id) == 0;	/* none issued yet */
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

@@ -1,13 +1,17 @@
 /*
  * worker_slot.hpp
- *	  Claiming and releasing a worker slot through a session advisory lock.
+ *	  Attaching sessions to worker slots, and detaching them.
  *
- * A backend holds at most one slot.  The claim takes a session-level advisory
- * lock on (database 0, kSlotLockClass, worker_id), so it shows in pg_locks
- * and dies with the session like a ZooKeeper ephemeral node; it also swaps
- * the slot's owner_pid from 0 to the backend's pid, which is what the
- * generator trusts.  The lock alone is not enough: pg_advisory_unlock_all()
- * and DISCARD ALL drop every session advisory lock of the session.
+ * A backend is attached to at most one slot, and any number of backends
+ * may be attached to one slot: a session never waits for a slot and is
+ * never refused one.  A session attaches to the least-loaded slot on its
+ * first snowflake_nextval().  The attachment takes a session-level advisory
+ * lock on (database 0, kSlotLockClass, worker_id) in ShareLock mode, so
+ * that pg_locks shows every session of every slot and the lock dies with
+ * the session like a ZooKeeper ephemeral node.  The lock is for display:
+ * the slot's session count is what attaching trusts, because
+ * pg_advisory_unlock_all() and DISCARD ALL drop every session advisory lock
+ * of the session.
  */
 #ifndef SNOWFLAKE_PG_WORKER_SLOT_HPP
 #define SNOWFLAKE_PG_WORKER_SLOT_HPP
@@ -18,13 +22,16 @@
 constexpr uint32 kSlotLockClass = 0x736E6F77;
 
 /*
- * Claims the least recently used free slot, waiting up to
- * snowflake.claim_timeout for one; ERROR on time-out.  The slot is released
- * when the backend exits, or by ReleaseHeldSlot().  The caller holds none.
+ * Attaches this backend to the slot with the fewest sessions (ties: the
+ * least recently released, then the lowest id), and returns it, its worker
+ * id and this backend's attachment entry.  Never waits for a slot.  The
+ * backend is detached when it exits, or by DetachWorkerSlot().  The caller
+ * is attached to none.
  */
-WorkerSlot *ClaimWorkerSlot(SharedState *state, uint32 *worker_id);
+WorkerSlot *AttachWorkerSlot(SharedState *state, uint32 *worker_id,
+							 SessionAttachment **attachment);
 
-/* Hands back the slot this backend holds.  False if it holds none. */
-bool		ReleaseHeldSlot(void);
+/* Detaches this backend from its slot.  False if it was attached to none. */
+bool		DetachWorkerSlot(void);
 
 #endif							/* SNOWFLAKE_PG_WORKER_SLOT_HPP */

@@ -1,4 +1,4 @@
-/* snowflake--1.2--1.3.sql: least privilege, a pinned search_path, shared worker slots */
+/* snowflake--1.2--1.3.sql: least privilege, a pinned search_path, shared worker slots, time bounds, batches */
 
 \echo Use "ALTER EXTENSION snowflake UPDATE TO '1.3'" to load this file. \quit
 
@@ -18,7 +18,12 @@ GRANT SELECT ON snowflake_nodes TO pg_monitor;
 ALTER FUNCTION snowflake_convert_column(regclass, name)
     SET search_path = pg_catalog, pg_temp;
 
--- New output columns need a new function; nothing depends on the old one.
+-- Shared worker slots: any number of sessions attach to one worker slot,
+-- and nobody waits for a slot or is refused one.  snowflake_status() counts
+-- the attached sessions and the shared slots, and reports the node
+-- registry's last round and problem; snowflake_workers lists one row per
+-- attached session (same columns as before).  New output columns need a new
+-- function; nothing depends on the old one.
 DROP FUNCTION snowflake_status();
 
 CREATE FUNCTION snowflake_status(OUT epoch timestamptz,
@@ -39,6 +44,8 @@ CREATE FUNCTION snowflake_status(OUT epoch timestamptz,
                                  OUT largest_step_back_ms bigint,
                                  OUT instance_id uuid,
                                  OUT node_collision boolean,
+                                 OUT sessions_attached integer,
+                                 OUT slots_shared integer,
                                  OUT registry_last_round timestamptz,
                                  OUT registry_problem text)
 RETURNS record
@@ -46,7 +53,16 @@ AS 'MODULE_PATHNAME', 'snowflake_status'
 LANGUAGE C VOLATILE PARALLEL SAFE;
 
 COMMENT ON FUNCTION snowflake_status() IS
-    'Reports the layout, worker slots, the reservation, clock steps and the node registry';
+    'Reports the layout, worker slots and their sessions, the reservation, clock steps and the node registry';
+
+COMMENT ON FUNCTION snowflake_worker_slots() IS
+    'Lists the sessions attached to worker slots; used by the snowflake_workers view';
+
+COMMENT ON VIEW snowflake_workers IS
+    'One row per session attached to a snowflake worker slot';
+
+COMMENT ON FUNCTION snowflake_release_worker() IS
+    'Detaches this session from its worker slot; false if it was attached to none';
 
 -- Time to ID and back.  STABLE: the answer follows the layout history in
 -- snowflake_layout.  Usable in index conditions on the primary key.

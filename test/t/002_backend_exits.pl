@@ -93,7 +93,7 @@ sub slot_locks
 		'postgres', qq{
 SELECT count(*) FILTER (WHERE objid = $worker),
        count(*) FILTER (WHERE objid = $worker AND pid = $pid
-                          AND granted AND mode = 'ExclusiveLock')
+                          AND granted AND mode = 'ShareLock')
   FROM pg_locks
  WHERE locktype = 'advisory' AND database = 0
    AND classid = $slot_lock_class});

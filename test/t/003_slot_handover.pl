@@ -1,17 +1,19 @@
-# Worker-slot handover.  On a node with a single slot, a session that claims
-# the slot right after another one gave it up (by disconnecting, or through
-# snowflake_release_worker()) continues strictly after the old holder's
-# high-water mark, in the very same millisecond when the old holder ran ahead
-# of the clock.  With more slots, a released slot is handed out last: never
-# used slots first, then the least recently released one.
+# Worker-slot handover.  On a node with a single slot, a session that
+# attaches to the slot right after another one left it (by disconnecting, or
+# through snowflake_release_worker()) continues strictly after the old
+# holder's high-water mark, in the very same millisecond when the old holder
+# ran ahead of the clock; and a session that attaches while another holds
+# the slot shares it, continuing after the holder's last ID.  With more
+# slots, a released slot is handed out last: never used slots first, then
+# the least recently released one.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $burst_size = 2_000_000;
-my $max_sequence = 4095;    # 12 sequence bits, the default
+my $burst_size = 1_500_000;
+my $max_sequence = 255;     # 8 sequence bits, on the single-slot node
 
 # Starts a node with snowflake preloaded and the given extra settings.
 sub start_node
@@ -102,24 +104,27 @@ SELECT count(*) > 0 FROM pg_locks
 
 # --- Single slot: handover by disconnecting -------------------------------
 #
-# Right after start a slot's mark lies max_drift ahead of the clock, and the
-# burst keeps it there.  A max_drift of 5 s leaves the next holder ample time
-# to claim before the clock catches up with the mark, on a slow machine too.
+# With 8 sequence bits a burst spans 5.9 s of timestamps, more than the
+# 5 s max_drift: it ends up to max_drift ahead of the clock, which leaves
+# the next session seconds to attach before the clock catches up with the
+# mark, on a slow machine too.
 my $single = start_node('single_slot',
-	"snowflake.worker_bits = 0\nsnowflake.max_drift = 5000\n");
+	"snowflake.worker_bits = 0\nsnowflake.sequence_bits = 8\nsnowflake.max_drift = 5000\n");
 is($single->safe_psql('postgres', 'SELECT slots_total FROM snowflake_status()'),
 	'1', 'worker_bits = 0 gives one slot');
 
-# B connects first, so that it can claim the moment A is gone.
+# B connects first, so that it can attach the moment A is gone.
 my $session_b = $single->background_psql('postgres');
-$session_b->query_safe("SET snowflake.claim_timeout = '60s'");
 my $session_a = $single->background_psql('postgres');
 my ($last_a, $ahead_a) = burst($session_a);
 cmp_ok($ahead_a, '>', 0, "A's last ID runs ahead of the wall clock");
 $session_a->quit;
-# B's claim waits until A's backend has exited and released the slot.
+# Whether or not A's backend has exited yet, B continues right after it.
 my $first_b = nextval($session_b);
 continues_right_after($single, $last_a, $first_b, 'after disconnect');
+ok( $single->poll_query_until(
+		'postgres', 'SELECT sessions_attached = 1 FROM snowflake_status()'),
+	'A detached when it exited');
 my $last_b = nextval($session_b);
 cmp_ok($last_b, '>', $first_b, 'B goes on increasing');
 $session_b->quit;
@@ -127,7 +132,6 @@ $session_b->quit;
 # --- Single slot: handover through snowflake_release_worker() -------------
 my $session_c = $single->background_psql('postgres');
 my $session_d = $single->background_psql('postgres');
-$session_d->query_safe("SET snowflake.claim_timeout = '60s'");
 my ($last_c, $ahead_c) = burst($session_c);
 cmp_ok($last_c, '>', $last_b, 'C continued after the previous holders');
 cmp_ok($ahead_c, '>', 0, "C's last ID runs ahead of the wall clock");
@@ -141,14 +145,22 @@ is($session_c->query_safe('SELECT snowflake_release_worker()'),
 my $first_d = nextval($session_d);
 continues_right_after($single, $last_c, $first_d, 'after release_worker');
 
-# While D holds the only slot, nobody else gets one.
-my ($ret, $out, $err) = $single->psql('postgres',
-	"SET snowflake.claim_timeout = 100; SELECT snowflake_nextval()");
-isnt($ret, 0, 'no slot while D holds the only one');
-like($err, qr/all 1 snowflake worker slots are in use/, 'with a clear error');
+# While D holds the only slot, another session shares it at once, and
+# continues right after D's last ID, which runs ahead of the clock.
+my $session_e = $single->background_psql('postgres');
+my ($last_d, $ahead_d) = burst($session_d);
+cmp_ok($ahead_d, '>', 0, "D's last ID runs ahead of the wall clock");
+my $first_e = nextval($session_e);
+continues_right_after($single, $last_d, $first_e, 'sharing with D');
+is( $single->safe_psql(
+		'postgres', 'SELECT slots_used, sessions_attached, slots_shared FROM snowflake_status()'),
+	'1|2|1',
+	'D and E share the only slot');
+cmp_ok(nextval($session_d), '>', $first_e, "D's next ID is after E's");
+$session_e->quit;
 
-# C claims again once D lets go, and still issues larger IDs than before.
-my $last_d = nextval($session_d);
+# C attaches again once D lets go, and still issues larger IDs than before.
+$last_d = nextval($session_d);
 $session_d->query_safe('SELECT snowflake_release_worker()');
 my $again_c = nextval($session_c);
 cmp_ok($again_c, '>', $last_d, "C's new ID is after D's last");

@@ -1,11 +1,16 @@
 /*
  * core_test.cpp
  *	  Unit tests of the pure C++ core: bit packing, layout checks, epoch
- *	  parsing, and the generator under overflow and a clock behind its mark.
- *	  Runs without a server.
+ *	  parsing, the generator under overflow and a clock behind its mark, and
+ *	  the shared mark driven by several threads at once.  Runs without a
+ *	  server.
  */
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <set>
+#include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -344,6 +349,294 @@ TEST(Generator, ExhaustedAtEndOfLayout)
 
 	g.Start(layout, 0, 0, 1000, Mark{last, layout.MaxSequence()});
 	EXPECT_EQ(g.Next(last, kUnreserved, &id), Outcome::kExhausted);
+}
+
+/*
+ * The server's cell is a pg_atomic_uint64; here it is a std::atomic, and it
+ * counts the compare-and-swaps that lost a race, to show that the threads
+ * really contended.
+ */
+class AtomicCell
+{
+public:
+	uint64_t	Load() const { return word_.load(); }
+	bool		CompareExchange(uint64_t &expected, uint64_t desired)
+	{
+		if (word_.compare_exchange_strong(expected, desired))
+			return true;
+		lost_.fetch_add(1, std::memory_order_relaxed);
+		return false;
+	}
+	uint64_t	lost() const { return lost_.load(); }
+
+private:
+	std::atomic<uint64_t> word_{0};
+	std::atomic<uint64_t> lost_{0};
+};
+
+/* Raises an atomic to at least "value". */
+void
+RaiseAtomic(std::atomic<int64_t> &a, int64_t value)
+{
+	int64_t		current = a.load();
+
+	while (current < value && !a.compare_exchange_weak(current, value))
+		;
+}
+
+/*
+ * A simulated wall clock and reservation, shared by the threads.  A thread
+ * told to wait moves the clock to the time it waits for, as time passing
+ * would; a thread told to reserve raises the reservation.  Every 997th
+ * call, the clock steps back "step_back" ms, to exercise a clock behind
+ * the mark under contention.
+ */
+struct World
+{
+	std::atomic<int64_t> now{1000};
+	std::atomic<int64_t> reserved{1000};
+	std::atomic<uint64_t> calls{0};
+	int64_t		step_back = 0;
+};
+
+struct Issued
+{
+	int64_t		id;
+	int64_t		now;			/* the clock the ID was issued at */
+};
+
+/*
+ * Issues one ID from "cell", handling waits and reservations as the server
+ * does.  Checks that the ID lies within the drift bound and the reservation
+ * read before the call.
+ */
+template <typename Cell>
+Issued
+IssueOne(const SlotGenerator &rules, Cell &cell, World &world, const Layout &layout,
+		 int64_t max_drift)
+{
+	for (;;)
+	{
+		uint64_t	call = world.calls.fetch_add(1);
+
+		if (world.step_back > 0 && call % 997 == 996)
+			world.now.fetch_sub(world.step_back);
+		else if (call % 64 == 63)
+			world.now.fetch_add(1);
+
+		int64_t		now = world.now.load();
+		int64_t		reserved = world.reserved.load();
+		int64_t		result = 0;
+
+		switch (rules.Next(cell, now, reserved, &result))
+		{
+			case Outcome::kIssued:
+				EXPECT_LE(Decompose(layout, result).timestamp, now + max_drift);
+				EXPECT_LE(Decompose(layout, result).timestamp, reserved);
+				return Issued{result, now};
+			case Outcome::kWait:
+				EXPECT_GT(result, now);
+				RaiseAtomic(world.now, result);
+				break;
+			case Outcome::kReserve:
+				EXPECT_GT(result, reserved);
+				RaiseAtomic(world.reserved, result + 3);
+				break;
+			case Outcome::kExhausted:
+				ADD_FAILURE() << "exhausted";
+				return Issued{-1, now};
+		}
+	}
+}
+
+/* Fails on any ID that repeats across all threads; returns the total. */
+size_t
+CheckNoDuplicates(const std::vector<std::vector<int64_t>> &per_thread)
+{
+	std::vector<int64_t> all;
+
+	for (const auto &ids : per_thread)
+		all.insert(all.end(), ids.begin(), ids.end());
+	std::sort(all.begin(), all.end());
+	auto		repeat = std::adjacent_find(all.begin(), all.end());
+
+	EXPECT_TRUE(repeat == all.end()) << "ID issued twice: " << *repeat;
+	return all.size();
+}
+
+/* Fails unless each thread's IDs strictly increase in the order issued. */
+void
+CheckEachIncreases(const std::vector<std::vector<int64_t>> &per_thread)
+{
+	for (size_t t = 0; t < per_thread.size(); t++)
+		for (size_t i = 1; i < per_thread[t].size(); i++)
+			ASSERT_GT(per_thread[t][i], per_thread[t][i - 1])
+				<< "thread " << t << ", ID " << i;
+}
+
+constexpr int kThreads = 6;
+constexpr int kIdsPerThread = 200000;
+
+/*
+ * Several threads share one worker id's mark: no ID repeats, each thread's
+ * IDs strictly increase, all lie within the drift bound and the
+ * reservation, and the sequence field (6 bits, 64 IDs per ms) is shared
+ * rather than multiplied.
+ */
+void
+RunSharedSlot(int64_t step_back)
+{
+	Layout		layout = DefaultLayout();
+
+	layout.sequence_bits = 6;
+	const int64_t max_drift = 2;
+	SlotGenerator rules;
+	AtomicCell	cell;
+	World		world;
+	std::vector<std::vector<int64_t>> per_thread(kThreads);
+	std::atomic<int> ready{0};
+	std::vector<std::thread> threads;
+
+	world.step_back = step_back;
+	rules.Start(layout, 5, 17, max_drift);
+	rules.Raise(cell, MarkBefore(layout, 1000));
+	for (int t = 0; t < kThreads; t++)
+		threads.emplace_back([&, t]() {
+			std::vector<int64_t> &ids = per_thread[t];
+
+			ids.reserve(kIdsPerThread);
+			ready.fetch_add(1);
+			while (ready.load() < kThreads)
+				;
+			for (int i = 0; i < kIdsPerThread; i++)
+				ids.push_back(IssueOne(rules, cell, world, layout, max_drift).id);
+		});
+	for (auto &thread : threads)
+		thread.join();
+
+	EXPECT_EQ(CheckNoDuplicates(per_thread), size_t{kThreads} * kIdsPerThread);
+	CheckEachIncreases(per_thread);
+	for (const auto &ids : per_thread)
+		for (int64_t id : ids)
+		{
+			IdParts		parts = Decompose(layout, id);
+
+			ASSERT_EQ(parts.node_id, 5u);
+			ASSERT_EQ(parts.worker_id, 17u);
+		}
+	/* The cell holds the largest ID issued. */
+	int64_t		largest = 0;
+
+	for (const auto &ids : per_thread)
+		largest = std::max(largest, ids.back());
+	EXPECT_EQ(cell.Load(), static_cast<uint64_t>(largest));
+	if (std::thread::hardware_concurrency() > 1)
+	{
+		EXPECT_GT(cell.lost(), 0u) << "the threads never contended";
+	}
+}
+
+TEST(SharedSlot, ThreadsNeverRepeatAndEachIncreases)
+{
+	RunSharedSlot(0);
+}
+
+TEST(SharedSlot, ThreadsSurviveClockStepsBack)
+{
+	RunSharedSlot(/* step_back */ 40);
+}
+
+/*
+ * Threads that move between two worker ids, as sessions that release and
+ * attach again: on each attach they raise the new cell past their own last
+ * millisecond (as nextval.cpp does), so each thread's IDs still strictly
+ * increase and none repeats.
+ */
+TEST(SharedSlot, SessionsMovingBetweenSlotsKeepTheirOrder)
+{
+	Layout		layout = DefaultLayout();
+
+	layout.sequence_bits = 5;
+	const int64_t max_drift = 3;
+	SlotGenerator rules[2];
+	AtomicCell	cells[2];
+	World		world;
+	std::vector<std::vector<int64_t>> per_thread(kThreads);
+	std::vector<std::thread> threads;
+
+	for (int w = 0; w < 2; w++)
+	{
+		rules[w].Start(layout, 1, static_cast<uint32_t>(w + 1), max_drift);
+		rules[w].Raise(cells[w], MarkBefore(layout, 1000));
+	}
+	for (int t = 0; t < kThreads; t++)
+		threads.emplace_back([&, t]() {
+			std::vector<int64_t> &ids = per_thread[t];
+			int			w = t % 2;
+
+			for (int i = 0; i < kIdsPerThread / 4; i++)
+			{
+				if (i % 50 == 0)
+				{
+					w = 1 - w;
+					if (!ids.empty())
+						rules[w].Raise(cells[w],
+									   Mark{Decompose(layout, ids.back()).timestamp,
+											layout.MaxSequence()});
+				}
+				ids.push_back(IssueOne(rules[w], cells[w], world, layout, max_drift).id);
+			}
+		});
+	for (auto &thread : threads)
+		thread.join();
+
+	EXPECT_EQ(CheckNoDuplicates(per_thread), size_t{kThreads} * (kIdsPerThread / 4));
+	CheckEachIncreases(per_thread);
+}
+
+TEST(SharedSlot, RaiseOnlyMovesForward)
+{
+	Layout		layout = DefaultLayout();
+	SlotGenerator rules;
+	AtomicCell	cell;
+	int64_t		id = 0;
+
+	rules.Start(layout, 5, 17, 1000);
+	/* An unused cell holds the mark (0, 0). */
+	EXPECT_EQ(rules.MarkOf(cell.Load()).timestamp, 0);
+	rules.Raise(cell, MarkBefore(layout, 2000));
+	ASSERT_EQ(rules.Next(cell, 1500, kUnreserved, &id), Outcome::kIssued);
+	EXPECT_EQ(id, Compose(layout, IdParts{2000, 5, 17, 0}));
+	/* A lower mark leaves the cell alone. */
+	rules.Raise(cell, Mark{1999, 7});
+	ASSERT_EQ(rules.Next(cell, 1500, kUnreserved, &id), Outcome::kIssued);
+	EXPECT_EQ(id, Compose(layout, IdParts{2000, 5, 17, 1}));
+	/* A higher one moves it: the next ID is right after it. */
+	rules.Raise(cell, Mark{2000, 4095});
+	ASSERT_EQ(rules.Next(cell, 1500, kUnreserved, &id), Outcome::kIssued);
+	EXPECT_EQ(id, Compose(layout, IdParts{2001, 5, 17, 0}));
+	EXPECT_EQ(rules.MarkOf(cell.Load()).timestamp, 2001);
+}
+
+/* Waits and reservations leave a shared cell untouched. */
+TEST(SharedSlot, RefusalsChangeNothing)
+{
+	Layout		layout = DefaultLayout();
+	SlotGenerator rules;
+	AtomicCell	cell;
+	int64_t		id = 0;
+
+	rules.Start(layout, 5, 17, 0);
+	rules.Raise(cell, Mark{1000, 4095});
+	uint64_t	before = cell.Load();
+
+	ASSERT_EQ(rules.Next(cell, 1000, kUnreserved, &id), Outcome::kWait);
+	EXPECT_EQ(id, 1001);
+	ASSERT_EQ(rules.Next(cell, 1001, 1000, &id), Outcome::kReserve);
+	EXPECT_EQ(id, 1001);
+	EXPECT_EQ(cell.Load(), before);
+	ASSERT_EQ(rules.Next(cell, 1001, 1001, &id), Outcome::kIssued);
+	EXPECT_EQ(id, Compose(layout, IdParts{1001, 5, 17, 0}));
 }
 
 }							/* namespace */

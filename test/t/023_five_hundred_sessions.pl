@@ -1,0 +1,119 @@
+# 500 concurrent sessions insert into one table whose primary key defaults
+# to snowflake_nextval(), as pgbench clients, 100 rows each: with the
+# default layout (128 worker slots) and with snowflake.worker_bits = 2 (4
+# slots, 125 sessions each).  Every session gets IDs: no transaction
+# fails, no ID repeats, and each session's IDs strictly increase in the
+# order it inserted them.  All 500 sessions were attached at once, spread
+# evenly over the slots, and pg_locks showed each of them.
+use strict;
+use warnings;
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use SnowflakeTest;
+use Test::More;
+
+my $clients = 500;
+# A count, not a duration: pgbench connects every client before the first
+# transaction, and on a slow machine that alone can outlast a -T run.
+my $transactions = 100;
+my $slot_lock_class = 1936617335;
+
+# One row per insert: the session (its backend's pid, stable for the whole
+# run since pgbench keeps its connections) and "n", which grows with the
+# order of the inserts of each session.
+my $insert_script = "INSERT INTO t (v) VALUES (1);\n";
+
+sub run_layout
+{
+	my ($name, $worker_bits) = @_;
+	my $slots = 2**$worker_bits;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	$node->append_conf(
+		'postgresql.conf', qq(
+shared_preload_libraries = 'snowflake'
+snowflake.worker_bits = $worker_bits
+max_connections = 600
+));
+	$node->start;
+	$node->safe_psql(
+		'postgres', q{
+CREATE EXTENSION snowflake;
+CREATE TABLE t (
+    id      bigint PRIMARY KEY DEFAULT snowflake_nextval(),
+    n       bigserial NOT NULL,
+    session integer NOT NULL DEFAULT pg_backend_pid(),
+    v       integer
+)});
+
+	my $dir = PostgreSQL::Test::Utils::tempdir();
+	append_to_file("$dir/insert.sql", $insert_script);
+	# Output to files: nothing needs pumping while the test polls.
+	my $pgbench = IPC::Run::start(
+		[
+			$node->installed_command('pgbench'), '-n',
+			'-c', $clients, '-j', 2, '-t', $transactions,
+			'-f', "$dir/insert.sql", $node->connstr('postgres')
+		],
+		'>', "$dir/pgbench.out", '2>', "$dir/pgbench.err",
+		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+
+	# While pgbench runs, every client is attached, evenly spread.
+	ok( $node->poll_query_until(
+			'postgres',
+			"SELECT sessions_attached = $clients FROM snowflake_status()"),
+		"$name: all $clients sessions are attached at once");
+	my ($lo, $hi) = (int($clients / $slots), int(($clients + $slots - 1) / $slots));
+	is( $node->safe_psql(
+			'postgres', qq{
+SELECT s.slots_used, s.slots_shared, count(DISTINCT w.worker_id),
+       min(w.sessions), max(w.sessions)
+  FROM snowflake_status() AS s,
+       (SELECT worker_id, count(*) AS sessions FROM snowflake_workers
+         GROUP BY worker_id) AS w
+ GROUP BY s.slots_used, s.slots_shared}),
+		"$slots|$slots|$slots|$lo|$hi",
+		"$name: every one of the $slots slots has $lo to $hi sessions");
+	is( $node->safe_psql(
+			'postgres', qq{
+SELECT count(*) FROM pg_locks
+ WHERE locktype = 'advisory' AND database = 0 AND classid = $slot_lock_class
+   AND mode = 'ShareLock' AND granted}),
+		$clients,
+		"$name: pg_locks shows the share lock of every session");
+
+	ok($pgbench->finish, "$name: pgbench exited with success")
+	  or diag(slurp_file("$dir/pgbench.err"));
+	my $out = slurp_file("$dir/pgbench.out");
+	like($out, qr/^number of clients: $clients$/m, "$name: pgbench ran $clients clients");
+	like($out, qr/^number of failed transactions: 0 \(/m,
+		"$name: no transaction failed");
+	like($out, qr{^number of transactions actually processed: @{[ $clients * $transactions ]}/}m,
+		"$name: pgbench ran every transaction");
+
+	is( $node->safe_psql(
+			'postgres', 'SELECT count(*), count(DISTINCT id) FROM t'),
+		($clients * $transactions) . '|' . ($clients * $transactions),
+		"$name: one row per transaction, no ID twice");
+	is( $node->safe_psql(
+			'postgres', 'SELECT count(*), min(c), max(c) FROM (SELECT count(*) AS c FROM t GROUP BY session) AS s'),
+		"$clients|$transactions|$transactions", "$name: every session inserted all its rows");
+	is(SnowflakeTest::out_of_order($node, 't'),
+		0, "$name: each session's IDs strictly increase");
+	is( $node->safe_psql(
+			'postgres', q{
+SELECT count(*) FROM (SELECT session FROM t GROUP BY session
+                      HAVING count(DISTINCT (snowflake_decode(id)).worker_id) > 1) AS s}),
+		'0', "$name: each session issued under one worker id");
+	ok( $node->poll_query_until(
+			'postgres', 'SELECT sessions_attached = 0 FROM snowflake_status()'),
+		"$name: the sessions detached when pgbench disconnected");
+	$node->stop;
+	return;
+}
+
+run_layout('default_layout', 7);
+run_layout('four_slots', 2);
+
+done_testing();
