@@ -195,56 +195,72 @@ ramp_allowance() {
 # pgbench_run KEY CLIENTS SECONDS RUN: one pgbench run into a new table.
 # Prints: key clients run tps p99_ms mean_ms failed aborted rows wal_bytes
 # index_bytes window_s ramp_s pgbench_tps.  A run whose clients abort
-# (pgbench exits non-zero) is counted, not fatal.
+# (pgbench exits non-zero) is counted, not fatal.  A run whose window came
+# out shorter than half of SECONDS without any client aborting (the ramp
+# grew beyond the allowance; under outside load 500 clients once did not
+# all connect within 35 s) is made once more with a longer -T; if that
+# fails too, its TPS and latencies are "nan" and left out of the medians.
 pgbench_run() {
-	local key=$1 c=$2 secs=$3 run=$4 jobs out logdir lsn0 rc=0 failed aborted wal rows idx
-	local t launch stop warm nc n p99 mean tps window ramp pgb_tps
+	local key=$1 c=$2 secs=$3 run=$4 jobs out logdir lsn0 rc failed aborted wal rows idx
+	local t launch stop warm nc n p99 mean tps window ramp pgb_tps attempt more=0
 	jobs=$((c < JOBS ? c : JOBS))
-	t=$((secs + $(ramp_allowance "$c")))
 	out="$clusters/pgbench-$key-$c-$run.out"
-	logdir="$clusters/txlog"
-	create_table "$key"
-	rm -rf "$logdir"
-	as_tester mkdir "$logdir"
-	lsn0=$(sql "$port" -c "SELECT pg_current_wal_insert_lsn()")
-	launch=$(date +%s.%N)
-	as_tester_nofile pgbench -n -M prepared -T "$t" -c "$c" -j "$jobs" \
-		-l --log-prefix="$logdir/tx" -f bench/pgbench/insert.sql \
-		-h "$clusters" -p "$port" bench >"$out" 2>&1 || rc=$?
-	wal=$(sql "$port" -c "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '$lsn0')::bigint")
-	IFS='|' read -r rows idx < <(sql "$port" -c "SELECT count(*), pg_relation_size('t_pkey') FROM t")
-	pgb_tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$out")
-	failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$out")
-	aborted=$(grep -c '^pgbench: error: client [0-9]* .*aborted' "$out" || true)
+	for attempt in 1 2; do
+		rc=0
+		t=$((secs + $(ramp_allowance "$c") + more))
+		logdir="$clusters/txlog"
+		create_table "$key"
+		rm -rf "$logdir"
+		as_tester mkdir "$logdir"
+		lsn0=$(sql "$port" -c "SELECT pg_current_wal_insert_lsn()")
+		launch=$(date +%s.%N)
+		as_tester_nofile pgbench -n -M prepared -T "$t" -c "$c" -j "$jobs" \
+			-l --log-prefix="$logdir/tx" -f bench/pgbench/insert.sql \
+			-h "$clusters" -p "$port" bench >"$out" 2>&1 || rc=$?
+		wal=$(sql "$port" -c "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '$lsn0')::bigint")
+		IFS='|' read -r rows idx < <(sql "$port" -c "SELECT count(*), pg_relation_size('t_pkey') FROM t")
+		pgb_tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$out")
+		failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$out")
+		aborted=$(grep -c '^pgbench: error: client [0-9]* .*aborted' "$out" || true)
 
-	{ cat "$logdir"/tx.* 2>/dev/null || true; } >"$clusters/tx.all"
-	# The window starts when the last client to finish a first transaction
-	# did (clients that never finished one, e.g. aborted ones, do not
-	# count) and ends at launch + -T: launch is taken before runuser, so
-	# this is at most a few ms before pgbench's own timer.
-	stop=$(awk -v l="$launch" -v t="$t" 'BEGIN { printf "%.6f", l + t }')
-	read -r warm nc < <(awk '$3 ~ /^[0-9]+$/ { e = $5 + $6 / 1e6
-			if (!($1 in f) || e < f[$1]) f[$1] = e }
-		END { w = 0; n = 0; for (c in f) { n++; if (f[c] > w) w = f[c] }
-			printf "%.6f %d\n", w, n }' "$clusters/tx.all")
-	read -r n p99 mean < <(awk -v w="$warm" -v s="$stop" '$3 ~ /^[0-9]+$/ {
-			e = $5 + $6 / 1e6; if (e > w && e <= s) print $3 }' "$clusters/tx.all" | sort -n |
-		awk '{ v[NR] = $1; sum += $1 } END { if (NR == 0) { print "0 nan nan"; exit }
-			r = int(0.99 * NR); if (r < 0.99 * NR) r++
-			printf "%d %.3f %.3f\n", NR, v[r] / 1000, sum / NR / 1000 }')
-	if ((nc > 0)); then
-		ramp=$(calc "$warm - $launch")
-		ramp_s[$c]=$ramp
-		last_ramp=$ramp last_c=$c
-		window=$(calc "$stop - $warm")
-	else
-		ramp=nan window=0
-	fi
-	if ((n > 0)) && awk "BEGIN { exit !($window > 0) }"; then
-		tps=$(calc "$n / $window")
-	else
-		tps=0
-	fi
+		{ cat "$logdir"/tx.* 2>/dev/null || true; } >"$clusters/tx.all"
+		# The window starts when the last client to finish a first transaction
+		# did (clients that never finished one, e.g. aborted ones, do not
+		# count) and ends at launch + -T: launch is taken before runuser, so
+		# this is at most a few ms before pgbench's own timer.
+		stop=$(awk -v l="$launch" -v t="$t" 'BEGIN { printf "%.6f", l + t }')
+		read -r warm nc < <(awk '$3 ~ /^[0-9]+$/ { e = $5 + $6 / 1e6
+				if (!($1 in f) || e < f[$1]) f[$1] = e }
+			END { w = 0; n = 0; for (c in f) { n++; if (f[c] > w) w = f[c] }
+				printf "%.6f %d\n", w, n }' "$clusters/tx.all")
+		read -r n p99 mean < <(awk -v w="$warm" -v s="$stop" '$3 ~ /^[0-9]+$/ {
+				e = $5 + $6 / 1e6; if (e > w && e <= s) print $3 }' "$clusters/tx.all" | sort -n |
+			awk '{ v[NR] = $1; sum += $1 } END { if (NR == 0) { print "0 nan nan"; exit }
+				r = int(0.99 * NR); if (r < 0.99 * NR) r++
+				printf "%d %.3f %.3f\n", NR, v[r] / 1000, sum / NR / 1000 }')
+		if ((nc > 0)); then
+			ramp=$(calc "$warm - $launch")
+			ramp_s[$c]=$ramp
+			last_ramp=$ramp last_c=$c
+			window=$(calc "$stop - $warm")
+		else
+			ramp=nan window=0
+		fi
+		if ((n > 0)) && awk "BEGIN { exit !($window > 0) }"; then
+			tps=$(calc "$n / $window")
+		else
+			tps=nan
+		fi
+		if ((aborted > 0)) || awk "BEGIN { exit !($window >= $secs / 2) }"; then
+			break
+		fi
+		if ((attempt == 1)); then
+			note "  $key, $c clients, run $run: $(fmt "%.1f" "$window") s window with -T $t" \
+				"(ramp ${ramp} s); once more with a longer -T"
+			# Without a ramp seen (no client got through), twice the -T.
+			if ((nc == 0)); then more=$t; fi
+		fi
+	done
 	if [ "$rc" -ne 0 ] || [ "$aborted" -ne 0 ] || [ "$rows" -eq 0 ] ||
 		awk "BEGIN { exit !($window < $secs / 2) }"; then
 		note "  $key, $c clients, run $run: pgbench exit $rc, $aborted clients aborted, $rows rows," \
@@ -278,15 +294,17 @@ sql "$port" -c "DROP TABLE t"
 # run_col KEY CLIENTS FIELD: that field of each run (1-based, as printed by
 # pgbench_run).
 run_col() { awk -v k="$1" -v c="$2" -v f="$3" '$1 == k && $2 == c { print $f }' "$clusters/runs.out"; }
+# The same without the runs that measured nothing ("nan").
+run_num() { run_col "$@" | { grep -vx nan || true; }; }
 run_sum() { run_col "$@" | awk '{ s += $1 } END { print s + 0 }'; }
 declare -A tps p99 mean failed aborted walrow idxrow tps_lo tps_hi
 for k in "${keys[@]}"; do
 	for c in "${clients[@]}"; do
-		tps[$k,$c]=$(run_col "$k" "$c" 4 | median)
-		tps_lo[$k,$c]=$(run_col "$k" "$c" 4 | sort -g | head -1)
-		tps_hi[$k,$c]=$(run_col "$k" "$c" 4 | sort -g | tail -1)
-		p99[$k,$c]=$(run_col "$k" "$c" 5 | median)
-		mean[$k,$c]=$(run_col "$k" "$c" 6 | median)
+		tps[$k,$c]=$(run_num "$k" "$c" 4 | median)
+		tps_lo[$k,$c]=$(run_num "$k" "$c" 4 | sort -g | head -1)
+		tps_hi[$k,$c]=$(run_num "$k" "$c" 4 | sort -g | tail -1)
+		p99[$k,$c]=$(run_num "$k" "$c" 5 | median)
+		mean[$k,$c]=$(run_num "$k" "$c" 6 | median)
 		failed[$k,$c]=$(run_sum "$k" "$c" 7)
 		aborted[$k,$c]=$(run_sum "$k" "$c" 8)
 		walrow[$k,$c]=$(awk -v k="$k" -v c="$c" '$1 == k && $2 == c && $9 > 0 { print $10 / $9 }' \
@@ -358,7 +376,8 @@ done
 # measured in the same round of keys (so under much the same outside load).
 paired_ratios() {
 	awk -v c="$1" '$2 == c && $1 == "snowflake" { s[$3] = $4 } $2 == c && $1 == "bigserial" { b[$3] = $4 }
-		END { for (r in s) if (b[r] > 0) printf "%.3f\n", s[r] / b[r] }' "$clusters/runs.out" | sort -g
+		END { for (r in s) if (s[r] != "nan" && b[r] != "nan" && b[r] > 0) printf "%.3f\n", s[r] / b[r] }' \
+		"$clusters/runs.out" | sort -g
 }
 if has_key snowflake && has_key bigserial; then
 	echo
