@@ -33,9 +33,10 @@
 #      density (pgstattuple).
 #
 # and on exit (also on error) stops and removes the cluster, the build copy
-# and the copy of PostgreSQL.  About 23 minutes with the defaults on the
-# shared 2-CPU machine of docs/benchmarks.md, half of it pgbench connecting
-# and disconnecting 256 and 500 clients (a backend start took ~37 ms there).
+# and the copy of PostgreSQL.  About 20 minutes with the defaults on the
+# shared 2-CPU machine of docs/benchmarks.md (19.5-21 in three runs), half
+# of part 1 being pgbench connecting and disconnecting 256 and 500 clients
+# (a backend start took ~37 ms there).
 #
 # Knobs (environment): BENCH_INSERT_SECONDS (5), BENCH_INSERT_RUNS (3),
 # BENCH_INSERT_CLIENTS ("1 8 64 256 500"), BENCH_INSERT_KEYS ("snowflake
@@ -467,7 +468,7 @@ if [ -n "$TSV" ]; then
 	{
 		echo "# snowflake INSERT benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), tree $head_rev, PostgreSQL $pg_version"
 		echo "# $(nproc) CPUs ($cpu); load average at start $load_start, at end $load_end"
-		echo "# cluster: ${conf[*]}; pgbench -T $SECS x $RUNS runs, -j min(clients,$JOBS); index rows $INDEX_ROWS"
+		echo "# cluster: $(printf '%s; ' "${conf[@]}")pgbench -T $SECS x $RUNS runs, -j min(clients,$JOBS); index rows $INDEX_ROWS"
 		printf "part\tkey\tclients\trun\tmetric\tvalue\n"
 		awk -v OFS='\t' '{
 			print "insert", $1, $2, $3, "tps", $4
