@@ -35,7 +35,7 @@
 # repository to take the base commit from; default: this tree's),
 # BENCH_TREE_NAME (how the output names this tree; default: git describe),
 # BENCH_CMP_ROUNDS (13), BENCH_CMP_REPS (3), BENCH_STEADY_CALLS (30),
-# BENCH_IDLE_CALLS (3).
+# BENCH_IDLE_CALLS (3).  Shared code: bench/lib.sh.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -60,57 +60,19 @@ CMP_REPS=${BENCH_CMP_REPS:-3}
 STEADY_CALLS=${BENCH_STEADY_CALLS:-30}
 IDLE_CALLS=${BENCH_IDLE_CALLS:-3}
 
-if [ "$(id -u)" -ne 0 ]; then
-	echo "bench/run.sh: run as root (it installs the extension)" >&2
-	exit 1
-fi
-
-note() { echo "bench: $*" >&2; }
+# shellcheck source=bench/lib.sh
+. "$top/bench/lib.sh"
+bench_require_root
 
 "$top/test/install-deps.sh"
 # Our own copy of the tree, apart from the test suite's.
 export SNOWFLAKE_WORKDIR=/tmp/sf-bench
 # shellcheck source=test/tester-env.sh
 . "$top/test/tester-env.sh"
+trap bench_cleanup EXIT
 
-clusters=""
-started=()
-pg_priv=""
-cleanup() {
-	local d
-	set +e
-	for d in "${started[@]}"; do
-		as_tester pg_ctl -D "$d" -m fast -w stop >/dev/null 2>&1
-	done
-	[ -n "$clusters" ] && rm -rf "$clusters"
-	[ -n "$pg_priv" ] && rm -rf "$pg_priv"
-	rm -rf "$SNOWFLAKE_WORKDIR"
-}
-trap cleanup EXIT
-
-# A private copy of the PostgreSQL installation (programs, libraries, share
-# and include directories, at the same paths under a temporary directory):
-# everything the benchmark builds goes in there, so it neither replaces nor
-# is replaced by another checkout's "make install" on a shared machine.
-# PostgreSQL finds its directories relative to its programs, so the copy
-# works as it is; PG_CONFIG (read by the Makefiles) and PG_BINDIR (the
-# tester's PATH, test/tester-env.sh) point into it.
-pg_priv=$(mktemp -d /tmp/sf-bench-pg.XXXXXX)
-chmod 755 "$pg_priv"
-sys_bindir=$(pg_config --bindir)
-for d in "$(dirname "$sys_bindir")" "$(pg_config --sharedir)" "$(pg_config --includedir)"; do
-	(cd / && cp -a --parents "${d#/}" "$pg_priv")
-done
-export PG_CONFIG="$pg_priv$sys_bindir/pg_config"
-PG_BINDIR=$("$PG_CONFIG" --bindir)
-pkglibdir=$("$PG_CONFIG" --pkglibdir)
-case $pkglibdir in
-	"$pg_priv"/*) ;;
-	*)
-		echo "bench/run.sh: the copy of PostgreSQL in $pg_priv still installs into $pkglibdir" >&2
-		exit 1
-		;;
-esac
+# A private copy of PostgreSQL: see bench/lib.sh.
+bench_copy_postgres /tmp/sf-bench-pg
 
 # The base commit comes from BASE_REPO (default: the repository this tree
 # is in); "this tree" is always the tree run.sh is in, as it is.
@@ -151,63 +113,7 @@ if [ -n "$BASE_COMMIT" ]; then
 		"${base_scripts[0]}" >"$base_dir/install.sql"
 fi
 
-clusters=$(mktemp -d /tmp/sf-bench-clusters.XXXXXX)
-chown "$SNOWFLAKE_TEST_USER" "$clusters"
-chmod 700 "$clusters"
-
-# A port no TCP socket uses and no socket file in our directory names.
-free_port() {
-	local p
-	for ((p = $1; p < 65000; p++)); do
-		if [ -z "$(ss -Htan "( sport = :$p )" 2>/dev/null)" ] &&
-			[ ! -e "$clusters/.s.PGSQL.$p" ]; then
-			echo "$p"
-			return 0
-		fi
-	done
-	return 1
-}
-
-# start_cluster NAME PORT LIBRARY [extra postgresql.conf lines]
-start_cluster() {
-	local name=$1 port=$2 library=$3 dir="$clusters/$1"
-	shift 3
-	as_tester initdb -D "$dir" -A trust -U "$SNOWFLAKE_TEST_USER" -E UTF8 \
-		--locale=C --no-sync >/dev/null
-	{
-		echo "shared_preload_libraries = '$library'"
-		echo "listen_addresses = ''"
-		echo "unix_socket_directories = '$clusters'"
-		echo "port = $port"
-		local line
-		for line in "$@"; do echo "$line"; done
-	} >>"$dir/postgresql.conf"
-	as_tester pg_ctl -D "$dir" -l "$clusters/$name.log" -w -t 60 start >/dev/null
-	started+=("$dir")
-	as_tester createdb -h "$clusters" -p "$port" bench
-}
-
-# A new postmaster: its backends get a new address-space layout (ASLR),
-# which moved part 1's timings by up to ~30 % from one start to the next.
-restart_cluster() {
-	as_tester pg_ctl -D "$clusters/$1" -l "$clusters/$1.log" -m fast -w -t 60 restart >/dev/null
-}
-
-# sql PORT psql-args...: unaligned, no headers, fields split by '|'.
-# JIT off (it would compile each statement, tens of ms of noise) and no
-# parallel workers: every part measures one backend.
-sql() {
-	local port=$1
-	shift
-	as_tester env PGOPTIONS="-c jit=off -c max_parallel_workers_per_gather=0" \
-		psql -X -q -At -F '|' -v ON_ERROR_STOP=1 -h "$clusters" -p "$port" -d bench "$@"
-}
-
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan";
-	else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-calc() { awk "BEGIN { printf \"%s\", $1 }"; }
-fmt() { awk -v v="$2" "BEGIN { printf \"$1\", v }"; }
-pass_if() { if awk "BEGIN { exit !($1) }"; then echo PASS; else echo MISS; fi; }
+bench_clusters_dir /tmp/sf-bench-clusters
 
 port_b=$(free_port 54320)
 note "starting cluster B (snowflake.max_drift = 60000) on port $port_b"

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Shared by the benchmark scripts (bench/run.sh, bench/insert.sh); sourced,
+# not run.  The sourcing script sets SNOWFLAKE_WORKDIR, sources
+# test/tester-env.sh and installs bench_cleanup as its EXIT trap; then:
+#
+#   bench_copy_postgres PREFIX   a private copy of PostgreSQL
+#   bench_clusters_dir PREFIX    the directory of the throwaway clusters
+#   free_port, start_cluster, restart_cluster, sql
+#   median, calc, fmt, pass_if
+#
+# Everything these create, bench_cleanup stops and removes.
+
+note() { echo "bench: $*" >&2; }
+
+# bench_require_root: the scripts install into their copy of PostgreSQL
+# and run the clusters through runuser.
+bench_require_root() {
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "$0: run as root (it installs the extension)" >&2
+		exit 1
+	fi
+}
+
+clusters=""
+started=()
+pg_priv=""
+bench_cleanup() {
+	local d
+	set +e
+	for d in "${started[@]}"; do
+		as_tester pg_ctl -D "$d" -m fast -w stop >/dev/null 2>&1
+	done
+	[ -n "$clusters" ] && rm -rf "$clusters"
+	[ -n "$pg_priv" ] && rm -rf "$pg_priv"
+	rm -rf "$SNOWFLAKE_WORKDIR"
+}
+
+# A private copy of the PostgreSQL installation (programs, libraries, share
+# and include directories, at the same paths under PREFIX.XXXXXX):
+# everything the benchmark builds goes in there, so it neither replaces nor
+# is replaced by another checkout's "make install" on a shared machine.
+# PostgreSQL finds its directories relative to its programs, so the copy
+# works as it is; PG_CONFIG (read by the Makefiles) and PG_BINDIR (the
+# tester's PATH, test/tester-env.sh) point into it, pkglibdir is its
+# library directory.
+bench_copy_postgres() {
+	local d sys_bindir
+	pg_priv=$(mktemp -d "$1.XXXXXX")
+	chmod 755 "$pg_priv"
+	sys_bindir=$(pg_config --bindir)
+	for d in "$(dirname "$sys_bindir")" "$(pg_config --sharedir)" "$(pg_config --includedir)"; do
+		(cd / && cp -a --parents "${d#/}" "$pg_priv")
+	done
+	export PG_CONFIG="$pg_priv$sys_bindir/pg_config"
+	# shellcheck disable=SC2034  # read by as_tester (test/tester-env.sh)
+	PG_BINDIR=$("$PG_CONFIG" --bindir)
+	pkglibdir=$("$PG_CONFIG" --pkglibdir)
+	case $pkglibdir in
+		"$pg_priv"/*) ;;
+		*)
+			echo "$0: the copy of PostgreSQL in $pg_priv still installs into $pkglibdir" >&2
+			exit 1
+			;;
+	esac
+}
+
+# bench_clusters_dir PREFIX: PREFIX.XXXXXX, the tester's only, for the
+# clusters' data directories, logs and Unix sockets.
+bench_clusters_dir() {
+	clusters=$(mktemp -d "$1.XXXXXX")
+	chown "$SNOWFLAKE_TEST_USER" "$clusters"
+	chmod 700 "$clusters"
+}
+
+# A port no TCP socket uses and no socket file in our directory names.
+free_port() {
+	local p
+	for ((p = $1; p < 65000; p++)); do
+		if [ -z "$(ss -Htan "( sport = :$p )" 2>/dev/null)" ] &&
+			[ ! -e "$clusters/.s.PGSQL.$p" ]; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# start_cluster NAME PORT LIBRARY [extra postgresql.conf lines]
+start_cluster() {
+	local name=$1 port=$2 library=$3 dir="$clusters/$1"
+	shift 3
+	as_tester initdb -D "$dir" -A trust -U "$SNOWFLAKE_TEST_USER" -E UTF8 \
+		--locale=C --no-sync >/dev/null
+	{
+		echo "shared_preload_libraries = '$library'"
+		echo "listen_addresses = ''"
+		echo "unix_socket_directories = '$clusters'"
+		echo "port = $port"
+		local line
+		for line in "$@"; do echo "$line"; done
+	} >>"$dir/postgresql.conf"
+	as_tester pg_ctl -D "$dir" -l "$clusters/$name.log" -w -t 60 start >/dev/null
+	started+=("$dir")
+	as_tester createdb -h "$clusters" -p "$port" bench
+}
+
+# A new postmaster: its backends get a new address-space layout (ASLR),
+# which moved part 1's timings by up to ~30 % from one start to the next.
+restart_cluster() {
+	as_tester pg_ctl -D "$clusters/$1" -l "$clusters/$1.log" -m fast -w -t 60 restart >/dev/null
+}
+
+# sql PORT psql-args...: unaligned, no headers, fields split by '|'.
+# JIT off (it would compile each statement, tens of ms of noise) and no
+# parallel workers: every part measures one backend.
+sql() {
+	local port=$1
+	shift
+	as_tester env PGOPTIONS="-c jit=off -c max_parallel_workers_per_gather=0" \
+		psql -X -q -At -F '|' -v ON_ERROR_STOP=1 -h "$clusters" -p "$port" -d bench "$@"
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan";
+	else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+calc() { awk "BEGIN { printf \"%s\", $1 }"; }
+fmt() { awk -v v="$2" "BEGIN { printf \"$1\", v }"; }
+pass_if() { if awk "BEGIN { exit !($1) }"; then echo PASS; else echo MISS; fi; }

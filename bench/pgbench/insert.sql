@@ -1,0 +1,1 @@
+INSERT INTO t (v) VALUES (1);
