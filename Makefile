@@ -13,7 +13,7 @@ MODULE_big = snowflake
 CORE_OBJS = src/core/epoch.o src/core/generator.o src/core/layout.o
 OBJS = $(CORE_OBJS) \
 	src/pg/decode.o src/pg/durable_file.o src/pg/layout_file.o src/pg/layout_registry.o \
-	src/pg/module.o src/pg/nextval.o src/pg/node_registry.o src/pg/reservation.o src/pg/reservation_wal.o \
+	src/pg/module.o src/pg/nextval.o src/pg/nextval_batch.o src/pg/node_registry.o src/pg/reservation.o src/pg/reservation_wal.o \
 	src/pg/reservation_worker.o src/pg/settings.o src/pg/shared_state.o src/pg/status.o \
 	src/pg/time_bounds.o src/pg/worker_slot.o
 
@@ -28,7 +28,7 @@ DATA_built = snowflake--$(EXTVERSION).sql
 DATA = $(FIRST_RELEASE) $(UPGRADE_CHAIN)
 EXTRA_CLEAN = test/unit/core_test $(OBJS:.o=.d) output_iso_one_slot/ tmp_check_iso_one_slot/
 
-REGRESS = api decode errors status upgrade convert privileges time_bounds
+REGRESS = api decode errors status upgrade convert privileges time_bounds batch
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/conf/regress.conf
 ISOLATION = slot_claims interleaved_nextval
 ISOLATION_OPTS = --temp-instance=tmp_check_iso --temp-config=test/conf/preload.conf

@@ -16,6 +16,7 @@
 #include "postgres_headers.hpp"
 
 #include "../core/generator.hpp"
+#include "nextval.hpp"
 #include "clock.hpp"
 #include "layout_registry.hpp"
 #include "node_registry.hpp"
@@ -255,8 +256,8 @@ PrepareGenerator(Oid fn_oid)
 		AcquireGenerator();
 }
 
-extern "C" Datum
-snowflake_nextval(PG_FUNCTION_ARGS)
+int64
+NextSessionId(Oid fn_oid)
 {
 	/*
 	 * An attached slot implies "state" is set; the flag shares reserved_until's
@@ -265,8 +266,14 @@ snowflake_nextval(PG_FUNCTION_ARGS)
 	 */
 	if (unlikely(slot == nullptr || !g_layout_confirmed ||
 				 pg_atomic_read_u32(&state->node_collision) != 0))
-		PrepareGenerator(fcinfo->flinfo->fn_oid);
-	PG_RETURN_INT64(NextId());
+		PrepareGenerator(fn_oid);
+	return NextId();
+}
+
+extern "C" Datum
+snowflake_nextval(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(NextSessionId(fcinfo->flinfo->fn_oid));
 }
 
 extern "C" Datum

@@ -89,3 +89,13 @@ LANGUAGE C STABLE STRICT PARALLEL SAFE;
 
 COMMENT ON FUNCTION snowflake_max_id(timestamptz) IS
     'Returns the largest snowflake ID that can carry the millisecond of ts';
+
+-- Batches: n IDs in one call, in increasing order, with the guarantees of
+-- n single calls.
+CREATE FUNCTION snowflake_nextval(n integer)
+RETURNS SETOF bigint
+AS 'MODULE_PATHNAME', 'snowflake_nextval_batch'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED ROWS 100;
+
+COMMENT ON FUNCTION snowflake_nextval(integer) IS
+    'Returns n new snowflake IDs in increasing order, larger than every ID this session issued before';

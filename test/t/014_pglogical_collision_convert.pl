@@ -283,7 +283,8 @@ my %max_serial = map {
 	$_ => $node1->safe_psql($db, "SELECT max(id) FROM $_")
 } qw(legacy legacy_lines);
 
-# With writes paused, on each node.
+# With writes paused, on each node.  The function runs under a pinned
+# search_path, so the old default names its sequence with the schema.
 for my $node (@nodes)
 {
 	my $name = $node->name;
@@ -291,7 +292,7 @@ for my $node (@nodes)
 			$db, q{
 SELECT affected_table, affected_column, old_type, action
   FROM snowflake_convert_column('legacy', 'id')}),
-		"legacy|id|integer|DEFAULT snowflake_nextval() replaces nextval('legacy_id_seq'::regclass); sequence legacy_id_seq dropped\n"
+		"legacy|id|integer|DEFAULT snowflake_nextval() replaces nextval('public.legacy_id_seq'::regclass); sequence public.legacy_id_seq dropped\n"
 		  . 'legacy_lines|legacy_id|integer|references legacy(id) through legacy_lines_legacy_id_fkey',
 		"$name: legacy.id converted, legacy_lines.legacy_id widened");
 	is( $node->safe_psql(

@@ -1,0 +1,47 @@
+--
+-- snowflake_nextval(n): n IDs in one call.
+--
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS snowflake;
+RESET client_min_messages;
+
+-- N IDs, strictly increasing in the order returned, above the session's
+-- earlier IDs and below its later ones.
+CREATE TEMP TABLE batch AS
+SELECT 0 AS n, snowflake_nextval() AS id;
+INSERT INTO batch SELECT g.n, g.id FROM snowflake_nextval(5) WITH ORDINALITY AS g(id, n);
+INSERT INTO batch SELECT 6, snowflake_nextval();
+SELECT count(*) AS ids, count(DISTINCT id) AS distinct_ids FROM batch;
+SELECT count(*) AS out_of_order
+  FROM (SELECT id, lag(id) OVER (ORDER BY n) AS prev FROM batch) AS b
+ WHERE id <= prev;
+
+-- A batch larger than a millisecond's 4096 IDs borrows later milliseconds,
+-- under the same drift bound as single calls.
+SELECT count(*) AS ids, count(DISTINCT id) AS distinct_ids,
+       count(DISTINCT snowflake_timestamp(id)) > 1 AS several_ms,
+       max(snowflake_timestamp(id)) - clock_timestamp()
+           <= (SELECT max_drift_ms FROM snowflake_status()) * interval '1 ms' AS within_drift
+  FROM snowflake_nextval(100000) AS id;
+SELECT count(*) AS out_of_order
+  FROM (SELECT id, lag(id) OVER (ORDER BY n) AS prev
+          FROM snowflake_nextval(20000) WITH ORDINALITY AS g(id, n)) AS b
+ WHERE id <= prev;
+
+-- In the select list too.
+SELECT count(*) AS ids FROM (SELECT snowflake_nextval(3)) AS s;
+
+-- Edge sizes: 0 and NULL give no rows; a negative or too large size is an
+-- error.
+SELECT count(*) AS zero FROM snowflake_nextval(0);
+SELECT count(*) AS null_size FROM snowflake_nextval(NULL);
+SELECT * FROM snowflake_nextval(-1);
+SELECT * FROM snowflake_nextval(1000001);
+\set VERBOSITY sqlstate
+SELECT * FROM snowflake_nextval(2147483647);
+\set VERBOSITY default
+
+-- Labels: like snowflake_nextval(), and STRICT.
+SELECT p.provolatile, p.proisstrict, p.proparallel, p.proretset, p.prorows
+  FROM pg_proc AS p
+ WHERE p.oid = 'snowflake_nextval(integer)'::regprocedure;
