@@ -45,3 +45,12 @@ SELECT * FROM snowflake_nextval(2147483647);
 SELECT p.provolatile, p.proisstrict, p.proparallel, p.proretset, p.prorows
   FROM pg_proc AS p
  WHERE p.oid = 'snowflake_nextval(integer)'::regprocedure;
+
+-- Single calls in the same select list come out in between, in order: each
+-- ID above every ID the session took before it.
+SELECT count(*) FILTER (WHERE NOT (b > a AND a > coalesce(prev_b, 0))) AS out_of_order,
+       count(*) AS rows
+  FROM (SELECT a, b, lag(b) OVER (ORDER BY n) AS prev_b
+          FROM (SELECT a, b, row_number() OVER () AS n
+                  FROM (SELECT snowflake_nextval(5) AS a, snowflake_nextval() AS b) AS p
+               ) AS r) AS s;

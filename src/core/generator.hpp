@@ -117,6 +117,22 @@ public:
 	template <typename Cell>
 	Outcome		Next(Cell &cell, int64_t now, int64_t reserved, int64_t *result) const
 	{
+		uint32_t	count;
+
+		return NextRun(cell, now, reserved, 1, result, &count);
+	}
+
+	/*
+	 * Like Next(), but takes up to "want" (at least 1) consecutive IDs of
+	 * one millisecond at once: on kIssued, *result is the first,
+	 * *count (from 1 to "want") says how many, and the cell's mark has moved
+	 * to the last.  A batch takes its IDs this way, with one clock read and
+	 * one compare-and-swap per run instead of per ID.
+	 */
+	template <typename Cell>
+	Outcome		NextRun(Cell &cell, int64_t now, int64_t reserved, uint32_t want,
+						int64_t *result, uint32_t *count) const
+	{
 		uint64_t	word = cell.Load();
 
 		for (;;)
@@ -152,11 +168,15 @@ public:
 
 			uint64_t	id = (static_cast<uint64_t>(timestamp) << timestamp_shift_) |
 				fixed_bits_ | sequence;
+			/* The run ends at the millisecond's last sequence number. */
+			uint32_t	run = max_sequence_ - sequence < want - 1 ?
+				max_sequence_ - sequence + 1 : want;
 
 			/* On failure "word" is what another process put there: retry. */
-			if (cell.CompareExchange(word, id))
+			if (cell.CompareExchange(word, id + (run - 1)))
 			{
 				*result = static_cast<int64_t>(id);
+				*count = run;
 				return Outcome::kIssued;
 			}
 		}

@@ -209,19 +209,25 @@ ReportExhausted(void)
 			 errhint("See \"Changing the layout\" in the snowflake documentation.")));
 }
 
+/*
+ * Up to "want" consecutive IDs of one millisecond; the first is returned,
+ * *count says how many.  Single calls take runs of one.
+ */
 static inline int64
-NextId(void)
+NextRun(uint32 want, uint32 *count)
 {
 	const int64 epoch_ms = g_settings.layout.epoch_ms;
 	int64		result;
 
 	for (;;)
 	{
-		switch (generator.Next(mark_cell, NowTimestamp(), ReservedUntil(state), &result))
+		switch (generator.NextRun(mark_cell, NowTimestamp(), ReservedUntil(state), want,
+								  &result, count))
 		{
 			case snowflake::Outcome::kIssued:
-				pg_atomic_write_u64(&attachment->ids_issued, ++ids_from_slot);
-				own_last_id = result;
+				ids_from_slot += *count;
+				pg_atomic_write_u64(&attachment->ids_issued, ids_from_slot);
+				own_last_id = result + (*count - 1);
 				return result;
 			case snowflake::Outcome::kWait:
 				WaitForClock(result + epoch_ms);
@@ -257,7 +263,7 @@ PrepareGenerator(Oid fn_oid)
 }
 
 int64
-NextSessionId(Oid fn_oid)
+NextSessionRun(Oid fn_oid, uint32 want, uint32 *count)
 {
 	/*
 	 * An attached slot implies "state" is set; the flag shares reserved_until's
@@ -267,13 +273,21 @@ NextSessionId(Oid fn_oid)
 	if (unlikely(slot == nullptr || !g_layout_confirmed ||
 				 pg_atomic_read_u32(&state->node_collision) != 0))
 		PrepareGenerator(fn_oid);
-	return NextId();
+	return NextRun(want, count);
+}
+
+int64
+SessionLastId(void)
+{
+	return own_last_id;
 }
 
 extern "C" Datum
 snowflake_nextval(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT64(NextSessionId(fcinfo->flinfo->fn_oid));
+	uint32		count;
+
+	PG_RETURN_INT64(NextSessionRun(fcinfo->flinfo->fn_oid, 1, &count));
 }
 
 extern "C" Datum

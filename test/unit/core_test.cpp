@@ -413,7 +413,7 @@ struct Issued
 template <typename Cell>
 Issued
 IssueOne(const SlotGenerator &rules, Cell &cell, World &world, const Layout &layout,
-		 int64_t max_drift)
+		 int64_t max_drift, uint32_t want = 1, uint32_t *count = nullptr)
 {
 	for (;;)
 	{
@@ -427,12 +427,17 @@ IssueOne(const SlotGenerator &rules, Cell &cell, World &world, const Layout &lay
 		int64_t		now = world.now.load();
 		int64_t		reserved = world.reserved.load();
 		int64_t		result = 0;
+		uint32_t	run = 0;
 
-		switch (rules.Next(cell, now, reserved, &result))
+		switch (rules.NextRun(cell, now, reserved, want, &result, &run))
 		{
 			case Outcome::kIssued:
 				EXPECT_LE(Decompose(layout, result).timestamp, now + max_drift);
 				EXPECT_LE(Decompose(layout, result).timestamp, reserved);
+				EXPECT_GE(run, 1u);
+				EXPECT_LE(run, want);
+				if (count != nullptr)
+					*count = run;
 				return Issued{result, now};
 			case Outcome::kWait:
 				EXPECT_GT(result, now);
@@ -484,7 +489,7 @@ constexpr int kIdsPerThread = 200000;
  * rather than multiplied.
  */
 void
-RunSharedSlot(int64_t step_back)
+RunSharedSlot(int64_t step_back, uint32_t batch = 1)
 {
 	Layout		layout = DefaultLayout();
 
@@ -508,8 +513,18 @@ RunSharedSlot(int64_t step_back)
 			ready.fetch_add(1);
 			while (ready.load() < kThreads)
 				;
-			for (int i = 0; i < kIdsPerThread; i++)
-				ids.push_back(IssueOne(rules, cell, world, layout, max_drift).id);
+			/* With batch > 1, the odd threads take runs, as batches do. */
+			uint32_t	want = t % 2 == 1 ? batch : 1;
+
+			while (ids.size() < size_t{kIdsPerThread})
+			{
+				uint32_t	count = 0;
+				int64_t		first = IssueOne(rules, cell, world, layout, max_drift,
+											 want, &count).id;
+
+				for (uint32_t k = 0; k < count && ids.size() < size_t{kIdsPerThread}; k++)
+					ids.push_back(first + k);
+			}
 		});
 	for (auto &thread : threads)
 		thread.join();
@@ -524,12 +539,15 @@ RunSharedSlot(int64_t step_back)
 			ASSERT_EQ(parts.node_id, 5u);
 			ASSERT_EQ(parts.worker_id, 17u);
 		}
-	/* The cell holds the largest ID issued. */
+	/* The cell holds the largest ID issued (or one of a run cut short). */
 	int64_t		largest = 0;
 
 	for (const auto &ids : per_thread)
 		largest = std::max(largest, ids.back());
-	EXPECT_EQ(cell.Load(), static_cast<uint64_t>(largest));
+	if (batch == 1)
+		EXPECT_EQ(cell.Load(), static_cast<uint64_t>(largest));
+	else
+		EXPECT_GE(cell.Load(), static_cast<uint64_t>(largest));
 	if (std::thread::hardware_concurrency() > 1)
 	{
 		EXPECT_GT(cell.lost(), 0u) << "the threads never contended";
@@ -539,6 +557,12 @@ RunSharedSlot(int64_t step_back)
 TEST(SharedSlot, ThreadsNeverRepeatAndEachIncreases)
 {
 	RunSharedSlot(0);
+}
+
+/* Batches take runs of IDs; single calls and runs still never overlap. */
+TEST(SharedSlot, RunsAndSingleIdsNeverOverlap)
+{
+	RunSharedSlot(3, 7);
 }
 
 TEST(SharedSlot, ThreadsSurviveClockStepsBack)
@@ -616,6 +640,43 @@ TEST(SharedSlot, RaiseOnlyMovesForward)
 	ASSERT_EQ(rules.Next(cell, 1500, kUnreserved, &id), Outcome::kIssued);
 	EXPECT_EQ(id, Compose(layout, IdParts{2001, 5, 17, 0}));
 	EXPECT_EQ(rules.MarkOf(cell.Load()).timestamp, 2001);
+}
+
+/*
+ * A run is consecutive IDs of one millisecond: it ends at the millisecond's
+ * last sequence number, and the next ID follows its last.
+ */
+TEST(SharedSlot, RunsStopAtTheEndOfTheMillisecond)
+{
+	Layout		layout = DefaultLayout();
+	SlotGenerator rules;
+	AtomicCell	cell;
+	int64_t		id = 0;
+	uint32_t	count = 0;
+
+	rules.Start(layout, 5, 17, 1000);
+	rules.Raise(cell, MarkBefore(layout, 1000));
+	ASSERT_EQ(rules.NextRun(cell, 1000, kUnreserved, 10, &id, &count), Outcome::kIssued);
+	EXPECT_EQ(id, Compose(layout, IdParts{1000, 5, 17, 0}));
+	EXPECT_EQ(count, 10u);
+	ASSERT_EQ(rules.NextRun(cell, 1000, kUnreserved, 5000, &id, &count), Outcome::kIssued);
+	EXPECT_EQ(id, Compose(layout, IdParts{1000, 5, 17, 10}));
+	EXPECT_EQ(count, 4086u);
+	EXPECT_EQ(cell.Load(), static_cast<uint64_t>(Compose(layout, IdParts{1000, 5, 17, 4095})));
+	/* Past the millisecond's end a run borrows the next one, like Next(). */
+	ASSERT_EQ(rules.NextRun(cell, 1000, kUnreserved, 3, &id, &count), Outcome::kIssued);
+	EXPECT_EQ(id, Compose(layout, IdParts{1001, 5, 17, 0}));
+	EXPECT_EQ(count, 3u);
+	ASSERT_EQ(rules.Next(cell, 1000, kUnreserved, &id), Outcome::kIssued);
+	EXPECT_EQ(id, Compose(layout, IdParts{1001, 5, 17, 3}));
+	/* The drift bound and the reservation refuse a run as they refuse an ID. */
+	rules.Start(layout, 5, 17, 0);
+	rules.Raise(cell, Mark{1001, 4095});
+	uint64_t	before = cell.Load();
+
+	EXPECT_EQ(rules.NextRun(cell, 1001, kUnreserved, 100, &id, &count), Outcome::kWait);
+	EXPECT_EQ(rules.NextRun(cell, 1002, 1001, 100, &id, &count), Outcome::kReserve);
+	EXPECT_EQ(cell.Load(), before);
 }
 
 /* Waits and reservations leave a shared cell untouched. */
