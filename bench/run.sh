@@ -94,7 +94,7 @@ make -s -C "$SNOWFLAKE_WORKDIR/bench/noop" install >/dev/null
 # tree above; its library goes in under another name, so it cannot replace
 # the one just installed, and its install script is turned into plain SQL
 # for that library (no \echo guard, no pg_extension_config_dump(), which
-# works only inside CREATE EXTENSION).
+# works only inside CREATE EXTENSION; @extschema@ becomes public).
 if [ -n "$BASE_COMMIT" ]; then
 	note "building $base_rev (base) as snowflake_base"
 	base_dir="$SNOWFLAKE_WORKDIR/bench-base"
@@ -112,7 +112,7 @@ if [ -n "$BASE_COMMIT" ]; then
 		exit 1
 	fi
 	sed -e '/^\\echo /d' -e '/pg_extension_config_dump/d' \
-		-e "s|MODULE_PATHNAME|\$libdir/snowflake_base|g" \
+		-e "s|MODULE_PATHNAME|\$libdir/snowflake_base|g" -e "s|@extschema@|public|g" \
 		"${base_scripts[0]}" >"$base_dir/install.sql"
 fi
 

@@ -213,7 +213,7 @@ ReportExhausted(void)
  * Up to "want" consecutive IDs of one millisecond; the first is returned,
  * *count says how many.  Single calls take runs of one.
  */
-static inline int64
+pg_attribute_always_inline static int64
 NextRun(uint32 want, uint32 *count)
 {
 	const int64 epoch_ms = g_settings.layout.epoch_ms;
@@ -262,8 +262,13 @@ PrepareGenerator(Oid fn_oid)
 		AcquireGenerator();
 }
 
-int64
-NextSessionRun(Oid fn_oid, uint32 want, uint32 *count)
+/*
+ * Inlined into snowflake_nextval(), so that with a run of one the
+ * compiler folds the run arithmetic away: an exported function would be
+ * called through the PLT, never inlined, in a library built with -fPIC.
+ */
+pg_attribute_always_inline static int64
+SessionRun(Oid fn_oid, uint32 want, uint32 *count)
 {
 	/*
 	 * An attached slot implies "state" is set; the flag shares reserved_until's
@@ -277,6 +282,12 @@ NextSessionRun(Oid fn_oid, uint32 want, uint32 *count)
 }
 
 int64
+NextSessionRun(Oid fn_oid, uint32 want, uint32 *count)
+{
+	return SessionRun(fn_oid, want, count);
+}
+
+int64
 SessionLastId(void)
 {
 	return own_last_id;
@@ -287,7 +298,7 @@ snowflake_nextval(PG_FUNCTION_ARGS)
 {
 	uint32		count;
 
-	PG_RETURN_INT64(NextSessionRun(fcinfo->flinfo->fn_oid, 1, &count));
+	PG_RETURN_INT64(SessionRun(fcinfo->flinfo->fn_oid, 1, &count));
 }
 
 extern "C" Datum
