@@ -10,12 +10,11 @@ EXTENSION = snowflake
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" snowflake.control)
 
 MODULE_big = snowflake
-CORE_OBJS = src/core/epoch.o src/core/generator.o src/core/layout.o
-OBJS = $(CORE_OBJS) \
-	src/pg/decode.o src/pg/durable_file.o src/pg/layout_file.o src/pg/layout_registry.o \
-	src/pg/module.o src/pg/nextval.o src/pg/nextval_batch.o src/pg/node_registry.o src/pg/reservation.o src/pg/reservation_wal.o \
-	src/pg/reservation_worker.o src/pg/settings.o src/pg/shared_state.o src/pg/status.o \
-	src/pg/time_bounds.o src/pg/worker_slot.o
+# Every .cpp under src/: the core, and the PostgreSQL glue by subsystem
+# (src/pg/*/README.md says what each folder owns).
+CORE_OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/core/*.cpp)))
+PG_OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/pg/*.cpp src/pg/*/*.cpp)))
+OBJS = $(CORE_OBJS) $(PG_OBJS)
 
 # The install script of the current version is built from the first
 # release and the upgrade scripts, in order, so a fresh install and an
@@ -44,7 +43,9 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 # The server headers trip -Wregister and -Wunused-parameter under C++17;
 # taking them as system headers keeps our own code at -Werror.
 PG_INCLUDEDIR_SERVER := $(shell $(PG_CONFIG) --includedir-server)
-PG_CPPFLAGS = -isystem $(PG_INCLUDEDIR_SERVER)
+# Our includes name their path from src/ ("core/layout.hpp",
+# "pg/slots/worker_slot.hpp").
+PG_CPPFLAGS = -I$(srcdir)/src -isystem $(PG_INCLUDEDIR_SERVER)
 WARNINGS = -Wall -Wextra -Werror
 # -MMD -MP: rebuild objects when a header they include changes.
 PG_CXXFLAGS = -std=c++17 -fno-exceptions -fno-rtti $(WARNINGS) -MMD -MP

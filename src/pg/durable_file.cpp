@@ -5,7 +5,7 @@
  *	  the startup process and backends; no descriptor stays open across an
  *	  ereport, and nothing is allocated.
  */
-#include "postgres_headers.hpp"
+#include "pg/postgres_headers.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -13,7 +13,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "durable_file.hpp"
+#include "pg/durable_file.hpp"
 
 /* Longer than any valid state line: 4 fields of at most 20 characters. */
 static constexpr size_t kStateFileBufferSize = 128;

@@ -12,7 +12,7 @@
 #ifndef SNOWFLAKE_PG_DURABLE_FILE_HPP
 #define SNOWFLAKE_PG_DURABLE_FILE_HPP
 
-#include "postgres_headers.hpp"
+#include "pg/postgres_headers.hpp"
 
 /* The most integers a state file holds. */
 constexpr int kMaxStateFields = 4;

@@ -11,12 +11,12 @@
  * one the data directory last ran with, registers its WAL resource manager
  * and background workers, and requests its shared memory.
  */
-#include "postgres_headers.hpp"
+#include "pg/postgres_headers.hpp"
 
-#include "layout_file.hpp"
-#include "reservation_wal.hpp"
-#include "settings.hpp"
-#include "shared_state.hpp"
+#include "pg/layout/layout_file.hpp"
+#include "pg/reservation/reservation_wal.hpp"
+#include "pg/settings.hpp"
+#include "pg/shared_state.hpp"
 
 #if PG_VERSION_NUM < 150000
 #error "snowflake needs PostgreSQL 15 or later (it uses shmem_request_hook)"

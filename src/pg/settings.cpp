@@ -2,11 +2,11 @@
  * settings.cpp
  *	  Definition and whole-layout validation of the snowflake.* settings.
  */
-#include "postgres_headers.hpp"
+#include "pg/postgres_headers.hpp"
 
-#include "../core/epoch.hpp"
-#include "clock.hpp"
-#include "settings.hpp"
+#include "core/epoch.hpp"
+#include "pg/clock.hpp"
+#include "pg/settings.hpp"
 
 extern "C"
 {

@@ -8,14 +8,14 @@
  * directory last recorded it; WAL replay may raise it further before the
  * first ID is issued.
  */
-#include "postgres_headers.hpp"
+#include "pg/postgres_headers.hpp"
 
-#include "../core/layout.hpp"
-#include "clock.hpp"
-#include "node_registry.hpp"
-#include "reservation.hpp"
-#include "settings.hpp"
-#include "shared_state.hpp"
+#include "core/layout.hpp"
+#include "pg/clock.hpp"
+#include "pg/registry/node_registry.hpp"
+#include "pg/reservation/reservation.hpp"
+#include "pg/settings.hpp"
+#include "pg/shared_state.hpp"
 
 static constexpr const char *kLockTrancheName = "snowflake";
 

@@ -29,7 +29,7 @@
 #ifndef SNOWFLAKE_PG_SHARED_STATE_HPP
 #define SNOWFLAKE_PG_SHARED_STATE_HPP
 
-#include "postgres_headers.hpp"
+#include "pg/postgres_headers.hpp"
 
 struct WorkerSlot
 {

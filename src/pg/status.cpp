@@ -7,14 +7,14 @@
  * Both read shared memory without a lock: each value is read atomically,
  * but a row may mix values from just before and just after a change.
  */
-#include "postgres_headers.hpp"
+#include "pg/postgres_headers.hpp"
 
-#include "../core/layout.hpp"
-#include "clock.hpp"
-#include "reservation.hpp"
-#include "settings.hpp"
-#include "shared_state.hpp"
-#include "timestamps.hpp"
+#include "core/layout.hpp"
+#include "pg/clock.hpp"
+#include "pg/reservation/reservation.hpp"
+#include "pg/settings.hpp"
+#include "pg/shared_state.hpp"
+#include "pg/timestamps.hpp"
 
 extern "C"
 {

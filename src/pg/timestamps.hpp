@@ -5,7 +5,7 @@
 #ifndef SNOWFLAKE_PG_TIMESTAMPS_HPP
 #define SNOWFLAKE_PG_TIMESTAMPS_HPP
 
-#include "postgres_headers.hpp"
+#include "pg/postgres_headers.hpp"
 
 /* Unix time of PostgreSQL's epoch (2000-01-01), in milliseconds. */
 constexpr int64 kPostgresEpochUnixMs =

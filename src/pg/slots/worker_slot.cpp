@@ -8,9 +8,9 @@
  * backend that dies without running it (kill -9, a crash) makes the
  * postmaster reinitialise shared memory, which detaches everybody.
  */
-#include "postgres_headers.hpp"
+#include "pg/postgres_headers.hpp"
 
-#include "worker_slot.hpp"
+#include "pg/slots/worker_slot.hpp"
 
 static SharedState *attached_state = nullptr;
 static WorkerSlot *attached_slot = nullptr;

@@ -15,7 +15,7 @@
 #ifndef SNOWFLAKE_PG_RESERVATION_WORKER_HPP
 #define SNOWFLAKE_PG_RESERVATION_WORKER_HPP
 
-#include "postgres_headers.hpp"
+#include "pg/postgres_headers.hpp"
 
 /* The worker's entry point, registered by _PG_init. */
 extern "C" PGDLLEXPORT void snowflake_reservation_main(Datum arg);

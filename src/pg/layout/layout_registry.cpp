@@ -7,13 +7,13 @@
  * No C++ object with a destructor lives in these frames: SPI reports errors
  * by longjmp.
  */
-#include "postgres_headers.hpp"
+#include "pg/postgres_headers.hpp"
 
-#include "layout_registry.hpp"
-#include "reservation.hpp"
-#include "settings.hpp"
-#include "shared_state.hpp"
-#include "timestamps.hpp"
+#include "pg/layout/layout_registry.hpp"
+#include "pg/reservation/reservation.hpp"
+#include "pg/settings.hpp"
+#include "pg/shared_state.hpp"
+#include "pg/timestamps.hpp"
 
 namespace {
 

@@ -2,10 +2,10 @@
  * reservation_wal.cpp
  *	  Writing, replaying and describing RESERVE records.
  */
-#include "postgres_headers.hpp"
+#include "pg/postgres_headers.hpp"
 
-#include "reservation.hpp"
-#include "reservation_wal.hpp"
+#include "pg/reservation/reservation.hpp"
+#include "pg/reservation/reservation_wal.hpp"
 
 namespace {
 

@@ -23,7 +23,7 @@
 #ifndef SNOWFLAKE_PG_NODE_REGISTRY_HPP
 #define SNOWFLAKE_PG_NODE_REGISTRY_HPP
 
-#include "shared_state.hpp"
+#include "pg/shared_state.hpp"
 
 /* A fresh random (version 4) UUID for this instance. */
 void		NewInstanceId(pg_uuid_t *id);

@@ -12,9 +12,9 @@
  * one millisecond, one clock read and one compare-and-swap per run), and
  * saves the executor's work of a call per ID.
  */
-#include "postgres_headers.hpp"
+#include "pg/postgres_headers.hpp"
 
-#include "nextval.hpp"
+#include "pg/slots/nextval.hpp"
 
 extern "C"
 {

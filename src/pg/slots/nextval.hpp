@@ -5,7 +5,7 @@
 #ifndef SNOWFLAKE_PG_NEXTVAL_HPP
 #define SNOWFLAKE_PG_NEXTVAL_HPP
 
-#include "postgres_headers.hpp"
+#include "pg/postgres_headers.hpp"
 
 /*
  * The session's next IDs, exactly as snowflake_nextval() issues them: up

@@ -3,11 +3,11 @@
  *	  snowflake_decode() and snowflake_timestamp(): the fields of an ID,
  *	  under the layout it was made with.
  */
-#include "postgres_headers.hpp"
+#include "pg/postgres_headers.hpp"
 
-#include "layout_registry.hpp"
-#include "shared_state.hpp"
-#include "timestamps.hpp"
+#include "pg/layout/layout_registry.hpp"
+#include "pg/shared_state.hpp"
+#include "pg/timestamps.hpp"
 
 extern "C"
 {

@@ -7,14 +7,14 @@
  * extension was dropped) is logged and the next round starts afresh; the
  * worker itself keeps no state across rounds but the beat counts it saw.
  */
-#include "postgres_headers.hpp"
+#include "pg/postgres_headers.hpp"
 
 #include <unistd.h>
 
-#include "clock.hpp"
-#include "node_registry.hpp"
-#include "settings.hpp"
-#include "timestamps.hpp"
+#include "pg/clock.hpp"
+#include "pg/registry/node_registry.hpp"
+#include "pg/settings.hpp"
+#include "pg/timestamps.hpp"
 
 
 namespace {

@@ -14,16 +14,16 @@
  * Nothing on the paths taken per record (writing the file, replay)
  * allocates memory: they run in long-lived processes.
  */
-#include "postgres_headers.hpp"
+#include "pg/postgres_headers.hpp"
 
 #include <cstdio>
 
-#include "clock.hpp"
-#include "durable_file.hpp"
-#include "layout_file.hpp"
-#include "reservation.hpp"
-#include "reservation_wal.hpp"
-#include "settings.hpp"
+#include "pg/clock.hpp"
+#include "pg/durable_file.hpp"
+#include "pg/layout/layout_file.hpp"
+#include "pg/reservation/reservation.hpp"
+#include "pg/reservation/reservation_wal.hpp"
+#include "pg/settings.hpp"
 
 static int64
 ToTimestamp(int64 unix_ms)

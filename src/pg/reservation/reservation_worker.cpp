@@ -2,13 +2,13 @@
  * reservation_worker.cpp
  *	  Main loop of the "snowflake reservation" background worker.
  */
-#include "postgres_headers.hpp"
+#include "pg/postgres_headers.hpp"
 
-#include "../core/layout.hpp"
-#include "clock.hpp"
-#include "reservation.hpp"
-#include "reservation_worker.hpp"
-#include "settings.hpp"
+#include "core/layout.hpp"
+#include "pg/clock.hpp"
+#include "pg/reservation/reservation.hpp"
+#include "pg/reservation/reservation_worker.hpp"
+#include "pg/settings.hpp"
 
 
 static constexpr long kTickMs = 50;

@@ -13,11 +13,11 @@
  * or below it).  A time past the layout's last millisecond is an error:
  * no bigint lies above every ID there.
  */
-#include "postgres_headers.hpp"
+#include "pg/postgres_headers.hpp"
 
-#include "layout_registry.hpp"
-#include "shared_state.hpp"
-#include "timestamps.hpp"
+#include "pg/layout/layout_registry.hpp"
+#include "pg/shared_state.hpp"
+#include "pg/timestamps.hpp"
 
 extern "C"
 {

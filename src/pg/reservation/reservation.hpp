@@ -17,8 +17,8 @@
 #ifndef SNOWFLAKE_PG_RESERVATION_HPP
 #define SNOWFLAKE_PG_RESERVATION_HPP
 
-#include "settings.hpp"
-#include "shared_state.hpp"
+#include "pg/settings.hpp"
+#include "pg/shared_state.hpp"
 
 /* File name, relative to the data directory. */
 constexpr const char *kReservationFileName = "snowflake.reservation";

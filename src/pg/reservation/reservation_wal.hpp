@@ -12,7 +12,7 @@
 #ifndef SNOWFLAKE_PG_RESERVATION_WAL_HPP
 #define SNOWFLAKE_PG_RESERVATION_WAL_HPP
 
-#include "postgres_headers.hpp"
+#include "pg/postgres_headers.hpp"
 
 constexpr RmgrId kSnowflakeRmgrId = 148;
 
