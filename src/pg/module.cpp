@@ -14,6 +14,8 @@
 #include "pg/postgres_headers.hpp"
 
 #include "pg/layout/layout_file.hpp"
+#include "pg/registry/node_registry.hpp"
+#include "pg/reservation/reservation.hpp"
 #include "pg/reservation/reservation_wal.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
@@ -49,6 +51,17 @@ RegisterWorker(const char *name, const char *function, int restart_seconds)
 	RegisterBackgroundWorker(&worker);
 }
 
+/*
+ * Each subsystem sets up its own part of the shared memory that
+ * shared_state.cpp created, so that file depends on none of them.
+ */
+static void
+InitSubsystemState(SharedState *state)
+{
+	InitRegistryState(state);
+	InitReservationState(state);
+}
+
 void
 _PG_init(void)
 {
@@ -59,5 +72,5 @@ _PG_init(void)
 	RegisterReservationRmgr();
 	RegisterWorker("snowflake reservation", "snowflake_reservation_main", 1);
 	RegisterWorker("snowflake registry", "snowflake_registry_main", 10);
-	InstallSharedStateHooks();
+	InstallSharedStateHooks(InitSubsystemState);
 }

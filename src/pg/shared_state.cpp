@@ -12,14 +12,11 @@
 
 #include "core/layout.hpp"
 #include "pg/clock.hpp"
-#include "pg/registry/node_registry.hpp"
-#include "pg/reservation/reservation.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
 
-static constexpr const char *kLockTrancheName = "snowflake";
-
 static SharedState *shared_state = nullptr;
+static SharedStateInitializer initialize_subsystems = nullptr;
 
 static shmem_request_hook_type prev_shmem_request_hook = nullptr;
 static shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
@@ -52,7 +49,7 @@ RequestSharedState(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(SharedStateSize());
-	RequestNamedLWLockTranche(kLockTrancheName, 1);
+	RequestNamedLWLockTranche(kSharedLockTrancheName, 1);
 
 	/* Not a problem, but worth knowing when reading the IDs' worker ids. */
 	if (SlotCount() < static_cast<uint32>(MaxConnections))
@@ -112,37 +109,18 @@ StartSharedState(void)
 		state->slot_count = SlotCount();
 		state->attachment_count = static_cast<uint32>(MaxBackends);
 		state->attachments_offset = AttachmentsOffset();
-		state->reservation_lock = &(GetNamedLWLockTranche(kLockTrancheName))->lock;
-		pg_atomic_init_u32(&state->gap_reported, 0);
-		pg_atomic_init_u64(&state->reservations, 0);
-		pg_atomic_init_u64(&state->clock_steps_back, 0);
-		pg_atomic_init_u64(&state->largest_step_back_ms, 0);
-		pg_atomic_init_u32(&state->node_collision, 0);
-		SpinLockInit(&state->collision_mutex);
-		state->collision_detail[0] = '\0';
-		state->registry_last_round = 0;
-		state->registry_problem[0] = '\0';
-		pg_atomic_init_u32(&state->registry_starts, 0);
-		NewInstanceId(&state->instance_id);
 		InitSlots(state);
-		LoadReservation(state);
-
-		/*
-		 * In the postmaster: its children drop this callback, and a crash
-		 * re-initialisation runs it with code 1 before dropping it, so it
-		 * acts only when the postmaster exits normally, after all other
-		 * processes, with this memory still attached.
-		 */
-		if (!IsUnderPostmaster)
-			on_shmem_exit(RecordIssuedAtExit, PointerGetDatum(state));
+		/* The subsystems' own fields: the node registry's, the reservation's. */
+		initialize_subsystems(state);
 	}
 	LWLockRelease(AddinShmemInitLock);
 	shared_state = state;
 }
 
 void
-InstallSharedStateHooks(void)
+InstallSharedStateHooks(SharedStateInitializer initialize)
 {
+	initialize_subsystems = initialize;
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = RequestSharedState;
 	prev_shmem_startup_hook = shmem_startup_hook;

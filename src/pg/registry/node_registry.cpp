@@ -290,13 +290,26 @@ PinSearchPath(void)
 
 }							/* namespace */
 
-void
+/* A fresh random (version 4) UUID for this instance. */
+static void
 NewInstanceId(pg_uuid_t *id)
 {
 	if (!pg_strong_random(id->data, UUID_LEN))
 		ereport(FATAL, (errmsg("could not generate a random snowflake instance id")));
 	id->data[6] = (id->data[6] & 0x0f) | 0x40;	/* version 4 */
 	id->data[8] = (id->data[8] & 0x3f) | 0x80;	/* RFC 4122 variant */
+}
+
+void
+InitRegistryState(SharedState *state)
+{
+	pg_atomic_init_u32(&state->node_collision, 0);
+	SpinLockInit(&state->collision_mutex);
+	state->collision_detail[0] = '\0';
+	state->registry_last_round = 0;
+	state->registry_problem[0] = '\0';
+	pg_atomic_init_u32(&state->registry_starts, 0);
+	NewInstanceId(&state->instance_id);
 }
 
 void

@@ -94,9 +94,15 @@ RaiseReservedUntil(SharedState *state, int64 timestamp)
 }
 
 void
-LoadReservation(SharedState *state)
+InitReservationState(SharedState *state)
 {
 	int64		unix_ms = 0;
+
+	state->reservation_lock = &(GetNamedLWLockTranche(kSharedLockTrancheName))->lock;
+	pg_atomic_init_u32(&state->gap_reported, 0);
+	pg_atomic_init_u64(&state->reservations, 0);
+	pg_atomic_init_u64(&state->clock_steps_back, 0);
+	pg_atomic_init_u64(&state->largest_step_back_ms, 0);
 
 	state->reservation_known = ReadReservationFile(&unix_ms);
 	pg_atomic_init_u64(&state->reserved_until,
@@ -106,6 +112,15 @@ LoadReservation(SharedState *state)
 	state->floor_ready = false;
 	state->floor_from_reservation = false;
 	state->floor_timestamp = 0;
+
+	/*
+	 * In the postmaster: its children drop this callback, and a crash
+	 * re-initialisation runs it with code 1 before dropping it, so it acts
+	 * only when the postmaster exits normally, after all other processes,
+	 * with this memory still attached.
+	 */
+	if (!IsUnderPostmaster)
+		on_shmem_exit(RecordIssuedAtExit, PointerGetDatum(state));
 }
 
 void
