@@ -5,7 +5,13 @@
  *	  the startup process and backends; no descriptor stays open across an
  *	  ereport, and nothing is allocated.
  */
-#include "pg/postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+
+#include "common/file_perm.h"	/* pg_file_create_mode */
+#include "miscadmin.h"		/* DataDir */
+}
 
 #include <cerrno>
 #include <cstdio>

@@ -12,7 +12,10 @@
 #ifndef SNOWFLAKE_PG_DURABLE_FILE_HPP
 #define SNOWFLAKE_PG_DURABLE_FILE_HPP
 
-#include "pg/postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+}
 
 /* The most integers a state file holds. */
 constexpr int kMaxStateFields = 4;

@@ -11,7 +11,14 @@
  * one the data directory last ran with, registers its WAL resource manager
  * and background workers, and requests its shared memory.
  */
-#include "pg/postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+
+#include "fmgr.h"			/* PG_MODULE_MAGIC */
+#include "miscadmin.h"		/* process_shared_preload_libraries_in_progress */
+#include "postmaster/bgworker.h"
+}
 
 #include "pg/layout/layout_file.hpp"
 #include "pg/registry/node_registry.hpp"

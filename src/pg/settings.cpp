@@ -2,7 +2,13 @@
  * settings.cpp
  *	  Definition and whole-layout validation of the snowflake.* settings.
  */
-#include "pg/postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+
+#include "utils/guc.h"
+#include "utils/guc_tables.h"	/* to list the placeholders of misspelt settings */
+}
 
 #include "core/epoch.hpp"
 #include "pg/clock.hpp"

@@ -8,7 +8,16 @@
  * directory last recorded it; WAL replay may raise it further before the
  * first ID is issued.
  */
-#include "pg/postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+
+#include "miscadmin.h"		/* shmem_request_hook, MaxBackends, MaxConnections */
+#include "port/atomics.h"
+#include "storage/ipc.h"		/* shmem_startup_hook, RequestAddinShmemSpace */
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+}
 
 #include "core/layout.hpp"
 #include "pg/clock.hpp"

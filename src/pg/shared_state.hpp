@@ -35,7 +35,17 @@
 #ifndef SNOWFLAKE_PG_SHARED_STATE_HPP
 #define SNOWFLAKE_PG_SHARED_STATE_HPP
 
-#include "pg/postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+
+#include "access/xlogdefs.h"	/* XLogRecPtr */
+#include "datatype/timestamp.h"
+#include "port/atomics.h"
+#include "storage/lwlock.h"
+#include "storage/spin.h"	/* slock_t */
+#include "utils/uuid.h"
+}
 
 struct WorkerSlot
 {

@@ -7,7 +7,20 @@
  * Both read shared memory without a lock: each value is read atomically,
  * but a row may mix values from just before and just after a change.
  */
-#include "pg/postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+
+#include "access/htup_details.h"	/* heap_form_tuple */
+#include "fmgr.h"
+#include "funcapi.h"
+#include "port/atomics.h"
+#include "storage/spin.h"
+#include "utils/builtins.h"	/* CStringGetTextDatum */
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+#include "utils/uuid.h"
+}
 
 #include "core/layout.hpp"
 #include "pg/clock.hpp"

@@ -3,7 +3,15 @@
  *	  snowflake_decode() and snowflake_timestamp(): the fields of an ID,
  *	  under the layout it was made with.
  */
-#include "pg/postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+
+#include "access/htup_details.h"	/* heap_form_tuple */
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/timestamp.h"
+}
 
 #include "pg/layout/layout_registry.hpp"
 #include "pg/shared_state.hpp"

@@ -7,7 +7,10 @@
  * postmaster at start, but written only once the server has started and
  * before its first ID (see FixFloorLocked).
  */
-#include "pg/postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+}
 
 #include <cstdio>
 

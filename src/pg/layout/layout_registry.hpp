@@ -17,7 +17,10 @@
 #ifndef SNOWFLAKE_PG_LAYOUT_REGISTRY_HPP
 #define SNOWFLAKE_PG_LAYOUT_REGISTRY_HPP
 
-#include "pg/postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+}
 
 #include "core/layout.hpp"
 

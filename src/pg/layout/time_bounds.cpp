@@ -13,7 +13,13 @@
  * or below it).  A time past the layout's last millisecond is an error:
  * no bigint lies above every ID there.
  */
-#include "pg/postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "utils/timestamp.h"
+}
 
 #include "pg/layout/layout_registry.hpp"
 #include "pg/shared_state.hpp"

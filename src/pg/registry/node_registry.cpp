@@ -7,7 +7,32 @@
  * extension was dropped) is logged and the next round starts afresh; the
  * worker itself keeps no state across rounds but the beat counts it saw.
  */
-#include "pg/postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"		/* GetSystemIdentifier, GetWALInsertionTimeLine */
+#include "catalog/pg_type.h"	/* type OIDs */
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"		/* pgstat_report_appname */
+#include "port/atomics.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "postmaster/postmaster.h"	/* PostPortNumber */
+#include "storage/latch.h"
+#include "storage/spin.h"
+#include "tcop/tcopprot.h"	/* die */
+#include "utils/builtins.h"	/* quote_identifier, pg_strtoint64, text datums */
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "utils/uuid.h"
+#include "utils/wait_event.h"
+}
 
 #include <unistd.h>
 

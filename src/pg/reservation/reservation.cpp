@@ -14,7 +14,20 @@
  * Nothing on the paths taken per record (writing the file, replay)
  * allocates memory: they run in long-lived processes.
  */
-#include "pg/postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+
+#include "access/xlogdefs.h"
+#include "miscadmin.h"		/* IsUnderPostmaster, MyLatch, CHECK_FOR_INTERRUPTS */
+#include "port/atomics.h"
+#include "replication/syncrep.h"
+#include "replication/walsender_private.h"	/* WalSndCtl: what synchronous standbys confirmed */
+#include "storage/ipc.h"		/* on_shmem_exit */
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "utils/wait_event.h"
+}
 
 #include <cstdio>
 

@@ -2,7 +2,21 @@
  * reservation_worker.cpp
  *	  Main loop of the "snowflake reservation" background worker.
  */
-#include "pg/postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+
+#include "access/xlog.h"		/* RecoveryInProgress */
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"	/* SignalHandlerForConfigReload */
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"	/* die */
+#include "utils/guc.h"		/* ProcessConfigFile */
+#include "utils/memutils.h"
+#include "utils/wait_event.h"
+}
 
 #include "core/layout.hpp"
 #include "pg/clock.hpp"

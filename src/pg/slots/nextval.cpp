@@ -13,7 +13,18 @@
  * for the clock (bounded by snowflake.clock_wait_timeout), and, rarely,
  * extending the reservation when the background worker has not.
  */
-#include "pg/postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+
+#include "access/parallel.h"	/* IsParallelWorker */
+#include "access/xlog.h"		/* RecoveryInProgress */
+#include "fmgr.h"
+#include "miscadmin.h"		/* CHECK_FOR_INTERRUPTS */
+#include "port/atomics.h"
+#include "storage/spin.h"		/* pg_spin_delay */
+#include "utils/timestamp.h"
+}
 
 #include "core/generator.hpp"
 #include "pg/slots/nextval.hpp"
