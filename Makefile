@@ -28,9 +28,10 @@ DATA = $(FIRST_RELEASE) $(UPGRADE_CHAIN)
 EXTRA_CLEAN = test/unit/core_test $(OBJS:.o=.d) output_iso_one_slot/ tmp_check_iso_one_slot/
 
 REGRESS = api decode errors status upgrade convert privileges time_bounds batch
-REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/conf/regress.conf
+# Inputs under test/: test/sql, test/specs and test/expected.
+REGRESS_OPTS = --inputdir=test --temp-instance=tmp_check_regress --temp-config=test/conf/regress.conf
 ISOLATION = slot_claims interleaved_nextval
-ISOLATION_OPTS = --temp-instance=tmp_check_iso --temp-config=test/conf/preload.conf
+ISOLATION_OPTS = --inputdir=test --temp-instance=tmp_check_iso --temp-config=test/conf/preload.conf
 # Specs that need every session on one worker slot run on an instance of
 # their own, with snowflake.worker_bits = 0.
 ISOLATION_ONE_SLOT = shared_slot
@@ -64,7 +65,7 @@ ifdef ISOLATION
 installcheck: installcheck-one-slot
 endif
 installcheck-one-slot:
-	$(pg_isolation_regress_installcheck) --outputdir=output_iso_one_slot \
+	$(pg_isolation_regress_installcheck) --inputdir=test --outputdir=output_iso_one_slot \
 		--temp-instance=tmp_check_iso_one_slot --temp-config=test/conf/shared_slot.conf \
 		$(ISOLATION_ONE_SLOT)
 
