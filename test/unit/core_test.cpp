@@ -14,9 +14,9 @@
 
 #include <gtest/gtest.h>
 
-#include "../../src/core/epoch.hpp"
-#include "../../src/core/generator.hpp"
-#include "../../src/core/layout.hpp"
+#include "core/epoch.hpp"
+#include "core/generator.hpp"
+#include "core/layout.hpp"
 
 namespace snowflake {
 namespace {
