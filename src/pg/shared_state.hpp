@@ -159,7 +159,7 @@ constexpr const char *kSharedLockTrancheName = "snowflake";
  * AddinShmemInitLock; it runs after the common fields and the slots are
  * set up.
  */
-typedef void (*SharedStateInitializer) (SharedState *state);
+using SharedStateInitializer = void (*)(SharedState *state);
 
 /*
  * Installs the shared-memory hooks; called from _PG_init.  "initialize"
