@@ -320,7 +320,9 @@ static void
 NewInstanceId(pg_uuid_t *id)
 {
 	if (!pg_strong_random(id->data, UUID_LEN))
-		ereport(FATAL, (errmsg("could not generate a random snowflake instance id")));
+		ereport(FATAL,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not generate a random snowflake instance id")));
 	id->data[6] = (id->data[6] & 0x0f) | 0x40;	/* version 4 */
 	id->data[8] = (id->data[8] & 0x3f) | 0x80;	/* RFC 4122 variant */
 }
