@@ -127,7 +127,7 @@ corefence:
 	fi
 	@grep -q "postgres.h" fence_probe.log || { cat fence_probe.log >&2; exit 1; }
 	@rm -f fence_probe.log
-	@if grep -nE '^[[:space:]]*#[[:space:]]*include' src/core/* | \
+	@if grep -nE '^[[:space:]]*#[[:space:]]*include' src/core/*.cpp src/core/*.hpp | \
 			grep -vE '#include ("[a-z_]+\.hpp"|<[a-z_]+>)$$'; then \
 		echo "corefence: src/core includes something other than core and standard headers" >&2; \
 		exit 1; \
