@@ -16,7 +16,6 @@ extern "C"
 #include "catalog/pg_type.h"	/* type OIDs */
 #include "executor/spi.h"
 #include "miscadmin.h"
-#include "pgstat.h"		/* pgstat_report_appname */
 #include "port/atomics.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
@@ -24,6 +23,7 @@ extern "C"
 #include "storage/latch.h"
 #include "storage/spin.h"
 #include "tcop/tcopprot.h"	/* die */
+#include "utils/backend_status.h"	/* pgstat_report_appname */
 #include "utils/builtins.h"	/* quote_identifier, pg_strtoint64, text datums */
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
