@@ -3,10 +3,10 @@
  *	  Requesting, creating and finding snowflake's shared memory.
  *
  * The memory is created afresh at every postmaster start and after every
- * crash restart, with no session attached to any slot and the reservation
- * as the data
- * directory last recorded it; WAL replay may raise it further before the
- * first ID is issued.
+ * crash restart, with no session attached to any slot; the subsystems then
+ * set up their own fields (the reservation as the data directory last
+ * recorded it, which WAL replay may raise further before the first ID is
+ * issued).
  */
 extern "C"
 {
