@@ -10,7 +10,7 @@
 #      throwaway clusters, as an unprivileged user),
 #   7. the clients tier: psycopg 3, SQLAlchemy, Django, node-postgres and
 #      JDBC against a throwaway cluster (test/clients/run.sh),
-#   8. pg_regress and isolation again, with the extension built with
+#   8. pg_regress, isolation and TAP again, with the extension built with
 #      -DUSE_ASSERT_CHECKING (make ASSERTS=1), so its Assert()s run; the
 #      build without them is installed again afterwards.
 # Run as root.  It installs into the PostgreSQL of PG_CONFIG (default: the
@@ -51,6 +51,7 @@ run_tier() {
 }
 regress_count="sed -n 's/^ *All \([0-9]*\) tests passed.*/\1/p'"
 gtest_count="sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\?\./\1/p'"
+tap_count="sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p'"
 
 # Lint, in the source tree (check-format reads its git history).
 lint() {
@@ -67,8 +68,7 @@ run_tier "C++ unit tests" "$gtest_count" as_tester make -s unittest
 run_tier "C++ unit tests, ASan+UBSan" "$gtest_count" as_tester make -s unittest-sanitize
 run_tier "pg_regress" "$regress_count" as_tester make installcheck ISOLATION= TAP_TESTS=
 run_tier "isolation" "$regress_count" as_tester make installcheck REGRESS= TAP_TESTS=
-run_tier "TAP" "sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p'" \
-	as_tester make installcheck REGRESS= ISOLATION=
+run_tier "TAP" "$tap_count" as_tester make installcheck REGRESS= ISOLATION=
 run_tier "clients" "sed -n 's/^clients: \([0-9]*\) checks passed.*/\1/p'" \
 	as_tester bash test/clients/run.sh
 
@@ -81,12 +81,13 @@ ASSERTS=1 build_and_install
 timings+=("build and install with asserts: $((SECONDS - asserts_start)) s")
 run_tier "pg_regress, asserts" "$regress_count" as_tester make installcheck ISOLATION= TAP_TESTS=
 run_tier "isolation, asserts" "$regress_count" as_tester make installcheck REGRESS= TAP_TESTS=
+run_tier "TAP, asserts" "$tap_count" as_tester make installcheck REGRESS= ISOLATION=
 (cd "$release_dir" && make -s install >/dev/null)
 SNOWFLAKE_WORKDIR=$release_dir
 
 if [ "$failed" -ne 0 ]; then
 	find "$release_dir" "$release_dir-asserts" -name regression.diffs -print -exec cat {} \;
-	echo "TAP logs: $release_dir/tmp_check/log"
+	echo "TAP logs: $release_dir/tmp_check/log, $release_dir-asserts/tmp_check/log"
 fi
 echo "=== tier timings"
 printf '  %s\n' "${timings[@]}" "total: $SECONDS s"
