@@ -5,17 +5,24 @@
 #   make installcheck      pg_regress, isolation and TAP tests, each on a
 #                          temporary cluster (run as a non-root user)
 #   make unittest          the C++ core's unit tests, no server needed
+#   make unittest-sanitize the same under AddressSanitizer and UBSan
+#   make corefence         proves that src/core cannot include a server header
+#
+# Options (make VAR=1):
+#   ERROR_ON_WARNING=1     compile with -Werror (the test suite and CI do)
+#   ASSERTS=1              compile the extension with -DUSE_ASSERT_CHECKING,
+#                          so its Assert()s run (also against a server built
+#                          without them; "make clean" when switching)
 
 EXTENSION = snowflake
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" snowflake.control)
 
 MODULE_big = snowflake
-CORE_OBJS = src/core/epoch.o src/core/generator.o src/core/layout.o
-OBJS = $(CORE_OBJS) \
-	src/pg/decode.o src/pg/durable_file.o src/pg/layout_file.o src/pg/layout_registry.o \
-	src/pg/module.o src/pg/nextval.o src/pg/nextval_batch.o src/pg/node_registry.o src/pg/reservation.o src/pg/reservation_wal.o \
-	src/pg/reservation_worker.o src/pg/settings.o src/pg/shared_state.o src/pg/status.o \
-	src/pg/time_bounds.o src/pg/worker_slot.o
+# Every .cpp under src/: the core, and the PostgreSQL glue by subsystem
+# (src/pg/*/README.md says what each folder owns).
+CORE_OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/core/*.cpp)))
+PG_OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/pg/*.cpp src/pg/*/*.cpp)))
+OBJS = $(CORE_OBJS) $(PG_OBJS)
 
 # The install script of the current version is built from the first
 # release and the upgrade scripts, in order, so a fresh install and an
@@ -26,12 +33,13 @@ UPGRADE_CHAIN = src/sql/snowflake--1.0--1.1.sql src/sql/snowflake--1.1--1.2.sql 
 	src/sql/snowflake--1.2--1.3.sql
 DATA_built = snowflake--$(EXTVERSION).sql
 DATA = $(FIRST_RELEASE) $(UPGRADE_CHAIN)
-EXTRA_CLEAN = test/unit/core_test $(OBJS:.o=.d) output_iso_one_slot/ tmp_check_iso_one_slot/
+EXTRA_CLEAN = test/unit/core_test test/unit/core_test_sanitize fence_probe.log $(OBJS:.o=.d) output_iso_one_slot/ tmp_check_iso_one_slot/
 
 REGRESS = api decode errors status upgrade convert privileges time_bounds batch
-REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/conf/regress.conf
+# Inputs under test/: test/sql, test/specs and test/expected.
+REGRESS_OPTS = --inputdir=test --temp-instance=tmp_check_regress --temp-config=test/conf/regress.conf
 ISOLATION = slot_claims interleaved_nextval
-ISOLATION_OPTS = --temp-instance=tmp_check_iso --temp-config=test/conf/preload.conf
+ISOLATION_OPTS = --inputdir=test --temp-instance=tmp_check_iso --temp-config=test/conf/preload.conf
 # Specs that need every session on one worker slot run on an instance of
 # their own, with snowflake.worker_bits = 0.
 ISOLATION_ONE_SLOT = shared_slot
@@ -44,8 +52,18 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 # The server headers trip -Wregister and -Wunused-parameter under C++17;
 # taking them as system headers keeps our own code at -Werror.
 PG_INCLUDEDIR_SERVER := $(shell $(PG_CONFIG) --includedir-server)
-PG_CPPFLAGS = -isystem $(PG_INCLUDEDIR_SERVER)
-WARNINGS = -Wall -Wextra -Werror
+# Our includes name their path from src/ ("core/layout.hpp",
+# "pg/slots/worker_slot.hpp").
+PG_CPPFLAGS = -I$(srcdir)/src -isystem $(PG_INCLUDEDIR_SERVER)
+ifeq ($(ASSERTS),1)
+PG_CPPFLAGS += -DUSE_ASSERT_CHECKING
+endif
+# -Werror is for CI and the test suite, not for a user's build against
+# another compiler or server version.
+WARNINGS = -Wall -Wextra
+ifeq ($(ERROR_ON_WARNING),1)
+WARNINGS += -Werror
+endif
 # -MMD -MP: rebuild objects when a header they include changes.
 PG_CXXFLAGS = -std=c++17 -fno-exceptions -fno-rtti $(WARNINGS) -MMD -MP
 
@@ -56,6 +74,12 @@ override COMPILER = $(CXX) $(CXXFLAGS)
 # After PGXS, which resets it: the tests' own Perl modules.
 PROVE_FLAGS += -I test/perl
 
+# The core fence: src/core is compiled without the server's include path,
+# in the extension as in the unit tests, so a PostgreSQL header there does
+# not compile.  "make corefence" shows that it fails.
+CORE_CPPFLAGS = -I$(srcdir)/src
+$(CORE_OBJS): override CPPFLAGS = $(CORE_CPPFLAGS)
+
 -include $(OBJS:.o=.d)
 
 # Part of the isolation tests: "make installcheck ISOLATION=" skips it too.
@@ -63,7 +87,7 @@ ifdef ISOLATION
 installcheck: installcheck-one-slot
 endif
 installcheck-one-slot:
-	$(pg_isolation_regress_installcheck) --outputdir=output_iso_one_slot \
+	$(pg_isolation_regress_installcheck) --inputdir=test --outputdir=output_iso_one_slot \
 		--temp-instance=tmp_check_iso_one_slot --temp-config=test/conf/shared_slot.conf \
 		$(ISOLATION_ONE_SLOT)
 
@@ -71,11 +95,43 @@ snowflake--$(EXTVERSION).sql: $(FIRST_RELEASE) $(UPGRADE_CHAIN) snowflake.contro
 	cat $(FIRST_RELEASE) $(UPGRADE_CHAIN) > $@
 
 # The core alone, with exceptions on, as GoogleTest needs.
-test/unit/core_test: test/unit/core_test.cpp $(CORE_OBJS:.o=.cpp) src/core/*.hpp
-	$(CXX) -std=c++17 -O1 -g $(WARNINGS) -o $@ test/unit/core_test.cpp \
-		$(CORE_OBJS:.o=.cpp) -lgtest -lgtest_main -pthread
+CORE_SRCS = $(CORE_OBJS:.o=.cpp)
+UNITTEST_CXXFLAGS = -std=c++17 -g $(WARNINGS) $(CORE_CPPFLAGS)
+test/unit/core_test: test/unit/core_test.cpp $(CORE_SRCS) src/core/*.hpp
+	$(CXX) $(UNITTEST_CXXFLAGS) -O1 -o $@ test/unit/core_test.cpp $(CORE_SRCS) \
+		-lgtest -lgtest_main -pthread
 
 unittest: test/unit/core_test
 	test/unit/core_test
 
-.PHONY: unittest installcheck-one-slot
+# The same tests under AddressSanitizer and UndefinedBehaviorSanitizer; any
+# report fails the run.
+SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+test/unit/core_test_sanitize: test/unit/core_test.cpp $(CORE_SRCS) src/core/*.hpp
+	$(CXX) $(UNITTEST_CXXFLAGS) -O1 $(SANITIZE) -o $@ test/unit/core_test.cpp $(CORE_SRCS) \
+		-lgtest -lgtest_main -pthread
+
+unittest-sanitize: test/unit/core_test_sanitize
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		test/unit/core_test_sanitize
+
+# Compiles test/unit/fence_probe.cpp (a core header, then postgres.h) as
+# the core is compiled, and succeeds only if that fails on postgres.h; a
+# second check refuses any include in src/core but a core header or a
+# standard one, so no path around the include path (say <postgresql/...>)
+# slips in.
+corefence:
+	@if $(CXX) -std=c++17 $(CORE_CPPFLAGS) -fsyntax-only test/unit/fence_probe.cpp \
+			>fence_probe.log 2>&1; then \
+		echo "corefence: src/core can include postgres.h" >&2; exit 1; \
+	fi
+	@grep -q "postgres.h" fence_probe.log || { cat fence_probe.log >&2; exit 1; }
+	@rm -f fence_probe.log
+	@if grep -nE '^[[:space:]]*#[[:space:]]*include' src/core/*.cpp src/core/*.hpp | \
+			grep -vE '#include ("[a-z_]+\.hpp"|<[a-z_]+>)$$'; then \
+		echo "corefence: src/core includes something other than core and standard headers" >&2; \
+		exit 1; \
+	fi
+	@echo "corefence: ok, src/core cannot include PostgreSQL headers"
+
+.PHONY: unittest unittest-sanitize corefence installcheck-one-slot

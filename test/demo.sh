@@ -8,7 +8,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 
 "$top/test/install-deps.sh"
-# shellcheck source=tester-env.sh
+# shellcheck source=test/tester-env.sh
 . "$top/test/tester-env.sh"
 prepare_and_install "$top"
 

@@ -13,6 +13,8 @@ packages=(
 	postgresql-server-dev-15  # PGXS, headers, pg_regress, isolationtester
 	libipc-run-perl           # PostgreSQL::Test::Cluster for TAP tests
 	libgtest-dev              # the C++ unit tests
+	clang-format              # the format check of changed lines (test/check-format.sh)
+	shellcheck                # the lint of the shell scripts
 	faketime                  # libfaketime, for clock-fault TAP tests
 	postgresql-15-pglogical   # two-node multi-primary TAP tests (012, 014)
 	# The clients tier (test/clients/):

@@ -5,10 +5,12 @@
 #
 #   SNOWFLAKE_TEST_USER  the OS user (created if missing; default sftest)
 #   SNOWFLAKE_WORKDIR    where the copy lives (default /tmp/snowflake-work)
+#   PG_CONFIG            the pg_config of the PostgreSQL to build against,
+#                        install into and run (default: the one on PATH)
 
 SNOWFLAKE_TEST_USER=${SNOWFLAKE_TEST_USER:-sftest}
 SNOWFLAKE_WORKDIR=${SNOWFLAKE_WORKDIR:-/tmp/snowflake-work}
-PG_BINDIR=$(pg_config --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
+PG_BINDIR=$("${PG_CONFIG:-pg_config}" --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
 
 # Creates the tester user if needed and refreshes its copy of the tree.
 prepare_tester_copy() {
@@ -27,7 +29,8 @@ as_tester() {
 	(cd "$SNOWFLAKE_WORKDIR" && runuser -u "$SNOWFLAKE_TEST_USER" -- env PATH="$PG_BINDIR:$PATH" "$@")
 }
 
-# Builds (warnings are errors) as the tester and installs as root.
+# Builds as the tester and installs as root.  make takes its options
+# (ERROR_ON_WARNING, ASSERTS) from the environment.
 build_and_install() {
 	as_tester make -s clean >/dev/null
 	as_tester make -s

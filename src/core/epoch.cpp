@@ -2,7 +2,6 @@
  * epoch.cpp
  *	  A strict parser for the UTC timestamps accepted by snowflake.epoch.
  */
-#include "pure.hpp"
 #include "epoch.hpp"
 
 #include <cstdint>

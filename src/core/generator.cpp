@@ -3,7 +3,6 @@
  *	  Set-up of a worker id's generator; the hot path is inline in the
  *	  header.
  */
-#include "pure.hpp"
 #include "generator.hpp"
 
 namespace snowflake {

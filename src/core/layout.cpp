@@ -2,7 +2,6 @@
  * layout.cpp
  *	  Validation of snowflake layouts and ID bounds used to compare layouts.
  */
-#include "pure.hpp"
 #include "layout.hpp"
 
 #include <cstdint>

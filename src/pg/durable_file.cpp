@@ -5,21 +5,23 @@
  *	  the startup process and backends; no descriptor stays open across an
  *	  ereport, and nothing is allocated.
  */
-#include "postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+
+#include "common/file_perm.h"	/* pg_file_create_mode */
+#include "miscadmin.h"		/* DataDir */
+}
 
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "durable_file.hpp"
+#include "pg/durable_file.hpp"
 
 /* Longer than any valid state line: 4 fields of at most 20 characters. */
 static constexpr size_t kStateFileBufferSize = 128;
-
-/* How much of a bad field a detail quotes. */
-static constexpr size_t kQuotedFieldChars = 24;
 
 void
 DataDirectoryFile(const char *name, char *path)
@@ -54,138 +56,6 @@ ReportCorruptStateFile(const char *path, const char *what, const char *detail,
 			 errdetail("%s", detail),
 			 errhint("%s", hint)));
 	pg_unreachable();
-}
-
-/*
- * Copies the field [begin, end) into "out" (kQuotedFieldChars + 4 bytes)
- * for a message: bytes that are not printable ASCII become '?', and a long
- * field is cut with "...".
- */
-static void
-QuoteField(const char *begin, const char *end, char *out)
-{
-	size_t		n = 0;
-
-	for (const char *p = begin; p < end && n < kQuotedFieldChars; p++)
-		out[n++] = (*p >= 0x20 && *p < 0x7f) ? *p : '?';
-	if (static_cast<size_t>(end - begin) > kQuotedFieldChars)
-	{
-		memcpy(out + n, "...", 3);
-		n += 3;
-	}
-	out[n] = '\0';
-}
-
-/* Parses one field [begin, end) as a decimal int64. */
-static bool
-ParseField(const char *begin, const char *end, int64 *value, char *problem)
-{
-	char		quoted[kQuotedFieldChars + 4];
-	char		digits[32];
-	const char *p = begin;
-	size_t		length = static_cast<size_t>(end - begin);
-
-	QuoteField(begin, end, quoted);
-	if (p < end && *p == '-')
-		p++;
-	if (p == end)
-	{
-		snprintf(problem, kStateProblemSize, "\"%s\" is not a decimal integer.", quoted);
-		return false;
-	}
-	for (; p < end; p++)
-		if (*p < '0' || *p > '9')
-		{
-			snprintf(problem, kStateProblemSize, "\"%s\" is not a decimal integer.",
-					 quoted);
-			return false;
-		}
-	if (length >= sizeof(digits))
-	{
-		snprintf(problem, kStateProblemSize, "\"%s\" is out of range.", quoted);
-		return false;
-	}
-	memcpy(digits, begin, length);
-	digits[length] = '\0';
-
-	char	   *stop = nullptr;
-
-	errno = 0;
-	long long	parsed = strtoll(digits, &stop, 10);
-
-	if (errno == ERANGE)
-	{
-		snprintf(problem, kStateProblemSize, "\"%s\" is out of range.", quoted);
-		return false;
-	}
-	if (errno != 0 || stop != digits + length)
-	{
-		snprintf(problem, kStateProblemSize, "\"%s\" is not a decimal integer.", quoted);
-		return false;
-	}
-	*value = static_cast<int64>(parsed);
-	return true;
-}
-
-bool
-ParseStateLine(const char *text, size_t length, int64 *values, int count, char *problem)
-{
-	Assert(count >= 1 && count <= kMaxStateFields);
-	if (length == 0)
-	{
-		snprintf(problem, kStateProblemSize, "The file is empty.");
-		return false;
-	}
-
-	const char *end = static_cast<const char *>(memchr(text, '\n', length));
-
-	if (end == nullptr)
-	{
-		snprintf(problem, kStateProblemSize,
-				 "The file does not end with a newline; it may have been cut short.");
-		return false;
-	}
-	if (end != text + length - 1)
-	{
-		snprintf(problem, kStateProblemSize, "The file holds more than one line.");
-		return false;
-	}
-	if (memchr(text, '\0', length) != nullptr)
-	{
-		snprintf(problem, kStateProblemSize, "The file holds a NUL byte.");
-		return false;
-	}
-	if (end == text)
-	{
-		snprintf(problem, kStateProblemSize, "The line is empty.");
-		return false;
-	}
-
-	int			fields = 1;
-
-	for (const char *p = text; p < end; p++)
-		if (*p == ' ')
-			fields++;
-	if (fields != count)
-	{
-		snprintf(problem, kStateProblemSize,
-				 "The line holds %d space-separated fields, not %d.", fields, count);
-		return false;
-	}
-
-	const char *begin = text;
-
-	for (int i = 0; i < count; i++)
-	{
-		const char *stop = static_cast<const char *>(memchr(begin, ' ', end - begin));
-
-		if (stop == nullptr)
-			stop = end;
-		if (!ParseField(begin, stop, &values[i], problem))
-			return false;
-		begin = stop + 1;
-	}
-	return true;
 }
 
 /*
@@ -237,7 +107,9 @@ ReadStateFile(const char *path, const char *what, int64 *values, int count,
 	if (static_cast<size_t>(length) == sizeof(buf))
 		ReportCorruptStateFile(path, what, "The file is longer than any valid content.",
 							   hint);
-	if (!ParseStateLine(buf, static_cast<size_t>(length), values, count, problem))
+	Assert(count >= 1 && count <= kMaxStateFields);
+	if (!snowflake::ParseStateLine(buf, static_cast<size_t>(length), values, count,
+								   problem))
 		ReportCorruptStateFile(path, what, problem, hint);
 	return true;
 }

@@ -4,21 +4,27 @@
  *	  and durably, and parsed strictly.
  *
  * State file: $PGDATA/snowflake.reservation or $PGDATA/snowflake.layout.
- * Each holds one line of decimal integers separated by single spaces and
- * ended by a newline.  Nothing here allocates memory: these functions run
- * once per reservation record in long-lived processes (the reservation
- * worker, the startup process of a standby) and at postmaster exit.
+ * Each holds one state line (src/core/state_line.hpp, which parses it):
+ * decimal integers separated by single spaces and ended by a newline.
+ * Nothing here allocates memory: these functions run once per reservation
+ * record in long-lived processes (the reservation worker, the startup
+ * process of a standby) and at postmaster exit.
  */
 #ifndef SNOWFLAKE_PG_DURABLE_FILE_HPP
 #define SNOWFLAKE_PG_DURABLE_FILE_HPP
 
-#include "postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+}
+
+#include "core/state_line.hpp"
 
 /* The most integers a state file holds. */
-constexpr int kMaxStateFields = 4;
+constexpr int kMaxStateFields = snowflake::kMaxStateFields;
 
 /* Room for the detail of a parse failure. */
-constexpr size_t kStateProblemSize = 160;
+constexpr size_t kStateProblemSize = snowflake::kStateProblemSize;
 
 /* Writes $PGDATA/<name> into "path" (MAXPGPATH bytes). */
 void		DataDirectoryFile(const char *name, char *path);
@@ -39,16 +45,6 @@ bool		ReadStateFile(const char *path, const char *what, int64 *values, int count
  */
 [[noreturn]] void ReportCorruptStateFile(const char *path, const char *what,
 										 const char *detail, const char *hint);
-
-/*
- * Parses "text" ("length" bytes, not necessarily NUL-terminated) as one line
- * of exactly "count" decimal integers, each optionally negative, separated by
- * single spaces and ended by one newline, with no other byte and no value
- * beyond int64.  Returns false and describes the problem in "problem"
- * (kStateProblemSize bytes) if it is not.
- */
-bool		ParseStateLine(const char *text, size_t length, int64 *values, int count,
-						   char *problem);
 
 /*
  * Replaces "path" with the one-line state "values": a temporary file is

@@ -11,12 +11,21 @@
  * one the data directory last ran with, registers its WAL resource manager
  * and background workers, and requests its shared memory.
  */
-#include "postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
 
-#include "layout_file.hpp"
-#include "reservation_wal.hpp"
-#include "settings.hpp"
-#include "shared_state.hpp"
+#include "fmgr.h"			/* PG_MODULE_MAGIC */
+#include "miscadmin.h"		/* process_shared_preload_libraries_in_progress */
+#include "postmaster/bgworker.h"
+}
+
+#include "pg/layout/layout_file.hpp"
+#include "pg/registry/node_registry.hpp"
+#include "pg/reservation/reservation.hpp"
+#include "pg/reservation/reservation_wal.hpp"
+#include "pg/settings.hpp"
+#include "pg/shared_state.hpp"
 
 #if PG_VERSION_NUM < 150000
 #error "snowflake needs PostgreSQL 15 or later (it uses shmem_request_hook)"
@@ -49,6 +58,17 @@ RegisterWorker(const char *name, const char *function, int restart_seconds)
 	RegisterBackgroundWorker(&worker);
 }
 
+/*
+ * Each subsystem sets up its own part of the shared memory that
+ * shared_state.cpp created, so that file depends on none of them.
+ */
+static void
+InitSubsystemState(SharedState *state)
+{
+	InitRegistryState(state);
+	InitReservationState(state);
+}
+
 void
 _PG_init(void)
 {
@@ -59,5 +79,5 @@ _PG_init(void)
 	RegisterReservationRmgr();
 	RegisterWorker("snowflake reservation", "snowflake_reservation_main", 1);
 	RegisterWorker("snowflake registry", "snowflake_registry_main", 10);
-	InstallSharedStateHooks();
+	InstallSharedStateHooks(InitSubsystemState);
 }

@@ -2,11 +2,17 @@
  * settings.cpp
  *	  Definition and whole-layout validation of the snowflake.* settings.
  */
-#include "postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
 
-#include "../core/epoch.hpp"
-#include "clock.hpp"
-#include "settings.hpp"
+#include "utils/guc.h"
+#include "utils/guc_tables.h"	/* to list the placeholders of misspelt settings */
+}
+
+#include "core/epoch.hpp"
+#include "pg/clock.hpp"
+#include "pg/settings.hpp"
 
 extern "C"
 {
@@ -27,15 +33,15 @@ static const struct config_enum_entry collision_policies[] = {
 	{nullptr, 0, false},
 };
 
-[[noreturn]] static void
-RefuseSetting(const char *message, const char *detail)
-{
-	ereport(FATAL,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("%s", message),
-			 detail ? errdetail("%s", detail) : 0,
-			 errhint("Change the setting in postgresql.conf and start the server again.")));
-}
+/*
+ * A combination of settings that cannot work stops the server.  A macro,
+ * so that each message is a literal format, as translation needs.
+ */
+#define REFUSE_SETTING(...) \
+	ereport(FATAL, \
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE), __VA_ARGS__, \
+			 errhint("Change the setting in postgresql.conf and start the server " \
+					 "again.")))
 
 static void
 ValidateWidths(const snowflake::Layout &layout)
@@ -46,16 +52,17 @@ ValidateWidths(const snowflake::Layout &layout)
 			return;
 		case snowflake::WidthProblem::kNegativeWidth:
 		case snowflake::WidthProblem::kNoSequenceBits:
-			RefuseSetting("snowflake.sequence_bits must be at least 1", nullptr);
+			REFUSE_SETTING(errmsg("snowflake.sequence_bits must be at least 1"));
 			return;
 		case snowflake::WidthProblem::kTimestampTooNarrow:
-			RefuseSetting(psprintf("snowflake.node_bits (%d) + snowflake.worker_bits (%d) + "
-								   "snowflake.sequence_bits (%d) leave %d bits for the timestamp",
-								   layout.node_bits, layout.worker_bits,
-								   layout.sequence_bits, layout.TimestampBits()),
-						  psprintf("A snowflake ID has 63 usable bits and the timestamp "
-								   "needs at least %d of them.",
-								   snowflake::kMinTimestampBits));
+			REFUSE_SETTING(
+				errmsg("snowflake.node_bits (%d) + snowflake.worker_bits (%d) + "
+					   "snowflake.sequence_bits (%d) leave %d bits for the timestamp",
+					   layout.node_bits, layout.worker_bits, layout.sequence_bits,
+					   layout.TimestampBits()),
+				errdetail("A snowflake ID has 63 usable bits and the timestamp "
+						  "needs at least %d of them.",
+						  snowflake::kMinTimestampBits));
 			return;
 	}
 }
@@ -68,14 +75,14 @@ ValidateEpoch(const snowflake::Layout &layout)
 		case snowflake::EpochProblem::kOk:
 			return;
 		case snowflake::EpochProblem::kInFuture:
-			RefuseSetting(psprintf("snowflake.epoch \"%s\" is in the future", epoch_text),
-						  nullptr);
+			REFUSE_SETTING(errmsg("snowflake.epoch \"%s\" is in the future", epoch_text));
 			return;
 		case snowflake::EpochProblem::kExhausted:
-			RefuseSetting(psprintf("snowflake.epoch \"%s\" is too far in the past for "
-								   "%d timestamp bits",
-								   epoch_text, layout.TimestampBits()),
-						  "Every timestamp this layout can express lies in the past.");
+			REFUSE_SETTING(
+				errmsg("snowflake.epoch \"%s\" is too far in the past for "
+					   "%d timestamp bits",
+					   epoch_text, layout.TimestampBits()),
+				errdetail("Every timestamp this layout can express lies in the past."));
 			return;
 	}
 }
@@ -248,18 +255,19 @@ DefineSettings(void)
 	snowflake::Layout layout;
 
 	if (!snowflake::ParseEpoch(epoch_text, &layout.epoch_ms))
-		RefuseSetting(psprintf("invalid value for snowflake.epoch: \"%s\"", epoch_text),
-					  "The epoch is a UTC time written YYYY-MM-DD[ HH:MM[:SS[.fff]]].");
+		REFUSE_SETTING(errmsg("invalid value for snowflake.epoch: \"%s\"", epoch_text),
+					   errdetail("The epoch is a UTC time written "
+								 "YYYY-MM-DD[ HH:MM[:SS[.fff]]]."));
 	layout.node_bits = node_bits;
 	layout.worker_bits = worker_bits;
 	layout.sequence_bits = sequence_bits;
 	ValidateWidths(layout);
 	ValidateEpoch(layout);
 	if (static_cast<uint32_t>(g_settings.node_id) > layout.MaxNodeId())
-		RefuseSetting(psprintf("snowflake.node_id %d is out of range for "
-							   "snowflake.node_bits = %d",
-							   g_settings.node_id, node_bits),
-					  psprintf("With %d node bits, node ids run from 0 to %u.",
-							   node_bits, layout.MaxNodeId()));
+		REFUSE_SETTING(errmsg("snowflake.node_id %d is out of range for "
+							  "snowflake.node_bits = %d",
+							  g_settings.node_id, node_bits),
+					   errdetail("With %d node bits, node ids run from 0 to %u.", node_bits,
+								 layout.MaxNodeId()));
 	g_settings.layout = layout;
 }

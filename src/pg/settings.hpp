@@ -8,8 +8,8 @@
 #ifndef SNOWFLAKE_PG_SETTINGS_HPP
 #define SNOWFLAKE_PG_SETTINGS_HPP
 
-#include "../core/layout.hpp"
-#include "clock.hpp"
+#include "core/layout.hpp"
+#include "pg/clock.hpp"
 
 /* Upper bound of snowflake.max_drift (24 h); also bounds drift of older runs. */
 constexpr int kMaxDriftLimitMs = 86400000;

@@ -3,23 +3,29 @@
  *	  Requesting, creating and finding snowflake's shared memory.
  *
  * The memory is created afresh at every postmaster start and after every
- * crash restart, with no session attached to any slot and the reservation
- * as the data
- * directory last recorded it; WAL replay may raise it further before the
- * first ID is issued.
+ * crash restart, with no session attached to any slot; the subsystems then
+ * set up their own fields (the reservation as the data directory last
+ * recorded it, which WAL replay may raise further before the first ID is
+ * issued).
  */
-#include "postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
 
-#include "../core/layout.hpp"
-#include "clock.hpp"
-#include "node_registry.hpp"
-#include "reservation.hpp"
-#include "settings.hpp"
-#include "shared_state.hpp"
+#include "miscadmin.h"		/* shmem_request_hook, MaxBackends, MaxConnections */
+#include "port/atomics.h"
+#include "storage/ipc.h"		/* shmem_startup_hook, RequestAddinShmemSpace */
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+}
 
-static constexpr const char *kLockTrancheName = "snowflake";
+#include "core/layout.hpp"
+#include "pg/clock.hpp"
+#include "pg/settings.hpp"
+#include "pg/shared_state.hpp"
 
 static SharedState *shared_state = nullptr;
+static SharedStateInitializer initialize_subsystems = nullptr;
 
 static shmem_request_hook_type prev_shmem_request_hook = nullptr;
 static shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
@@ -52,7 +58,7 @@ RequestSharedState(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(SharedStateSize());
-	RequestNamedLWLockTranche(kLockTrancheName, 1);
+	RequestNamedLWLockTranche(kSharedLockTrancheName, 1);
 
 	/* Not a problem, but worth knowing when reading the IDs' worker ids. */
 	if (SlotCount() < static_cast<uint32>(MaxConnections))
@@ -112,37 +118,18 @@ StartSharedState(void)
 		state->slot_count = SlotCount();
 		state->attachment_count = static_cast<uint32>(MaxBackends);
 		state->attachments_offset = AttachmentsOffset();
-		state->reservation_lock = &(GetNamedLWLockTranche(kLockTrancheName))->lock;
-		pg_atomic_init_u32(&state->gap_reported, 0);
-		pg_atomic_init_u64(&state->reservations, 0);
-		pg_atomic_init_u64(&state->clock_steps_back, 0);
-		pg_atomic_init_u64(&state->largest_step_back_ms, 0);
-		pg_atomic_init_u32(&state->node_collision, 0);
-		SpinLockInit(&state->collision_mutex);
-		state->collision_detail[0] = '\0';
-		state->registry_last_round = 0;
-		state->registry_problem[0] = '\0';
-		pg_atomic_init_u32(&state->registry_starts, 0);
-		NewInstanceId(&state->instance_id);
 		InitSlots(state);
-		LoadReservation(state);
-
-		/*
-		 * In the postmaster: its children drop this callback, and a crash
-		 * re-initialisation runs it with code 1 before dropping it, so it
-		 * acts only when the postmaster exits normally, after all other
-		 * processes, with this memory still attached.
-		 */
-		if (!IsUnderPostmaster)
-			on_shmem_exit(RecordIssuedAtExit, PointerGetDatum(state));
+		/* The subsystems' own fields: the node registry's, the reservation's. */
+		initialize_subsystems(state);
 	}
 	LWLockRelease(AddinShmemInitLock);
 	shared_state = state;
 }
 
 void
-InstallSharedStateHooks(void)
+InstallSharedStateHooks(SharedStateInitializer initialize)
 {
+	initialize_subsystems = initialize;
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = RequestSharedState;
 	prev_shmem_startup_hook = shmem_startup_hook;

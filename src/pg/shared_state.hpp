@@ -23,13 +23,29 @@
  *	  such as the snowflake_workers view take no lock and may see a
  *	  slightly stale row.
  *
+ * Who sets up what: shared_state.cpp sizes and creates the memory and sets
+ * up the common fields and the slots; the reservation and the node registry
+ * each set up their own fields (InitReservationState, InitRegistryState),
+ * called through the initializer that module.cpp installs.  So this file
+ * depends on neither.
+ *
  * The structs are plain data: no constructors, no pointers into a process's
  * own memory.
  */
 #ifndef SNOWFLAKE_PG_SHARED_STATE_HPP
 #define SNOWFLAKE_PG_SHARED_STATE_HPP
 
-#include "postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+
+#include "access/xlogdefs.h"	/* XLogRecPtr */
+#include "datatype/timestamp.h"
+#include "port/atomics.h"
+#include "storage/lwlock.h"
+#include "storage/spin.h"	/* slock_t */
+#include "utils/uuid.h"
+}
 
 struct WorkerSlot
 {
@@ -80,7 +96,7 @@ struct SharedState
 	uint32		slot_count;
 
 	/*
-	 * The durable reservation (reservation.cpp): no slot issues a timestamp
+	 * The durable reservation (reservation/reservation.cpp): no slot issues a timestamp
 	 * beyond reserved_until (ms since the layout's epoch).  The floor is set
 	 * once recovery has ended: no slot issues a timestamp below it.
 	 */
@@ -100,7 +116,7 @@ struct SharedState
 	/*
 	 * This run's identity in snowflake_nodes (random per start, so a clone
 	 * or a promoted standby differs from its origin), and what the registry
-	 * worker last found and did (node_registry.cpp).
+	 * worker last found and did (registry/node_registry.cpp).
 	 */
 	pg_uuid_t	instance_id;
 	slock_t		collision_mutex;	/* guards the next three */
@@ -109,7 +125,10 @@ struct SharedState
 	char		registry_problem[256];	/* why rounds do not complete; "" if they do */
 	pg_atomic_uint32 registry_starts;	/* registry workers started in this run */
 
-	/* Backward steps of the wall clock, seen by the background worker. */
+	/*
+	 * Backward steps of the wall clock, seen by the reservation worker
+	 * (set up with the reservation's fields).
+	 */
 	pg_atomic_uint64 clock_steps_back;
 	pg_atomic_uint64 largest_step_back_ms;
 
@@ -128,8 +147,26 @@ struct SharedState
 };
 
 
-/* Installs the shared-memory hooks; called from _PG_init. */
-void		InstallSharedStateHooks(void);
+/*
+ * The LWLock tranche of the extension, with one lock: the reservation's
+ * (reservation_lock), which the reservation looks up when it initialises
+ * its fields.
+ */
+constexpr const char *kSharedLockTrancheName = "snowflake";
+
+/*
+ * Sets up the fields a subsystem owns, in freshly created memory, under
+ * AddinShmemInitLock; it runs after the common fields and the slots are
+ * set up.
+ */
+using SharedStateInitializer = void (*)(SharedState *state);
+
+/*
+ * Installs the shared-memory hooks; called from _PG_init.  "initialize"
+ * sets up the subsystems' fields each time the memory is created: at
+ * start and after every crash restart.
+ */
+void		InstallSharedStateHooks(SharedStateInitializer initialize);
 
 /*
  * The newest timestamp (ms since the layout's epoch) any slot issued since

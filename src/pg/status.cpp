@@ -7,14 +7,27 @@
  * Both read shared memory without a lock: each value is read atomically,
  * but a row may mix values from just before and just after a change.
  */
-#include "postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
 
-#include "../core/layout.hpp"
-#include "clock.hpp"
-#include "reservation.hpp"
-#include "settings.hpp"
-#include "shared_state.hpp"
-#include "timestamps.hpp"
+#include "access/htup_details.h"	/* heap_form_tuple */
+#include "fmgr.h"
+#include "funcapi.h"
+#include "port/atomics.h"
+#include "storage/spin.h"
+#include "utils/builtins.h"	/* CStringGetTextDatum */
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+#include "utils/uuid.h"
+}
+
+#include "core/layout.hpp"
+#include "pg/clock.hpp"
+#include "pg/reservation/reservation.hpp"
+#include "pg/settings.hpp"
+#include "pg/shared_state.hpp"
+#include "pg/timestamps.hpp"
 
 extern "C"
 {

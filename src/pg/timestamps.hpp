@@ -5,7 +5,12 @@
 #ifndef SNOWFLAKE_PG_TIMESTAMPS_HPP
 #define SNOWFLAKE_PG_TIMESTAMPS_HPP
 
-#include "postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+
+#include "datatype/timestamp.h"
+}
 
 /* Unix time of PostgreSQL's epoch (2000-01-01), in milliseconds. */
 constexpr int64 kPostgresEpochUnixMs =

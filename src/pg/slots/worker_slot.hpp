@@ -16,7 +16,7 @@
 #ifndef SNOWFLAKE_PG_WORKER_SLOT_HPP
 #define SNOWFLAKE_PG_WORKER_SLOT_HPP
 
-#include "shared_state.hpp"
+#include "pg/shared_state.hpp"
 
 /* classid of the slot locks in pg_locks: the bytes "snow". */
 constexpr uint32 kSlotLockClass = 0x736E6F77;

@@ -7,16 +7,19 @@
  * postmaster at start, but written only once the server has started and
  * before its first ID (see FixFloorLocked).
  */
-#include "postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+}
 
 #include <cstdio>
 
-#include "clock.hpp"
-#include "durable_file.hpp"
-#include "layout_file.hpp"
-#include "layout_registry.hpp"
-#include "reservation.hpp"
-#include "settings.hpp"
+#include "pg/clock.hpp"
+#include "pg/durable_file.hpp"
+#include "pg/layout/layout_file.hpp"
+#include "pg/layout/layout_registry.hpp"
+#include "pg/reservation/reservation.hpp"
+#include "pg/settings.hpp"
 
 /* The epochs snowflake.epoch can express: years 0000 to 9999. */
 static constexpr int64 kFirstEpochMs = INT64CONST(-62167219200000);

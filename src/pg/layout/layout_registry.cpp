@@ -7,13 +7,31 @@
  * No C++ object with a destructor lives in these frames: SPI reports errors
  * by longjmp.
  */
-#include "postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
 
-#include "layout_registry.hpp"
-#include "reservation.hpp"
-#include "settings.hpp"
-#include "shared_state.hpp"
-#include "timestamps.hpp"
+#include "access/htup_details.h"	/* GETSTRUCT */
+#include "access/xact.h"		/* transaction callbacks */
+#include "access/xlog.h"		/* RecoveryInProgress */
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"	/* type OIDs */
+#include "commands/dbcommands.h"	/* get_database_name */
+#include "executor/spi.h"
+#include "miscadmin.h"		/* user id and security context */
+#include "storage/proc.h"		/* MyProc, for the local transaction id */
+#include "utils/builtins.h"	/* quote_identifier */
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+}
+
+#include "pg/layout/layout_registry.hpp"
+#include "pg/reservation/reservation.hpp"
+#include "pg/settings.hpp"
+#include "pg/shared_state.hpp"
+#include "pg/timestamps.hpp"
 
 namespace {
 

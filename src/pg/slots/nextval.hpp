@@ -5,7 +5,10 @@
 #ifndef SNOWFLAKE_PG_NEXTVAL_HPP
 #define SNOWFLAKE_PG_NEXTVAL_HPP
 
-#include "postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+}
 
 /*
  * The session's next IDs, exactly as snowflake_nextval() issues them: up

@@ -2,10 +2,19 @@
  * reservation_wal.cpp
  *	  Writing, replaying and describing RESERVE records.
  */
-#include "postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
 
-#include "reservation.hpp"
-#include "reservation_wal.hpp"
+#include "access/xlog.h"		/* XLogFlush */
+#include "access/xlog_internal.h"	/* RmgrData, RegisterCustomRmgr */
+#include "access/xloginsert.h"
+#include "access/xlogreader.h"
+#include "lib/stringinfo.h"
+}
+
+#include "pg/reservation/reservation.hpp"
+#include "pg/reservation/reservation_wal.hpp"
 
 namespace {
 

@@ -8,9 +8,19 @@
  * backend that dies without running it (kill -9, a crash) makes the
  * postmaster reinitialise shared memory, which detaches everybody.
  */
-#include "postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
 
-#include "worker_slot.hpp"
+#include "miscadmin.h"		/* MyProcPid, MyDatabaseId, GetUserId */
+#include "port/atomics.h"
+#include "storage/backendid.h"	/* MyBackendId */
+#include "storage/ipc.h"		/* before_shmem_exit */
+#include "storage/lock.h"
+#include "utils/timestamp.h"
+}
+
+#include "pg/slots/worker_slot.hpp"
 
 static SharedState *attached_state = nullptr;
 static WorkerSlot *attached_slot = nullptr;

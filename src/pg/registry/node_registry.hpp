@@ -23,10 +23,14 @@
 #ifndef SNOWFLAKE_PG_NODE_REGISTRY_HPP
 #define SNOWFLAKE_PG_NODE_REGISTRY_HPP
 
-#include "shared_state.hpp"
+#include "pg/shared_state.hpp"
 
-/* A fresh random (version 4) UUID for this instance. */
-void		NewInstanceId(pg_uuid_t *id);
+/*
+ * Sets up the registry's fields of freshly created shared memory (at start
+ * and after a crash restart): a fresh random instance id, no collision,
+ * no round yet.
+ */
+void		InitRegistryState(SharedState *state);
 
 /* The registry worker's entry point, registered by _PG_init. */
 extern "C" PGDLLEXPORT void snowflake_registry_main(Datum arg);

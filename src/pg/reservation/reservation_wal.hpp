@@ -12,7 +12,13 @@
 #ifndef SNOWFLAKE_PG_RESERVATION_WAL_HPP
 #define SNOWFLAKE_PG_RESERVATION_WAL_HPP
 
-#include "postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+
+#include "access/rmgr.h"		/* RmgrId */
+#include "access/xlogdefs.h"
+}
 
 constexpr RmgrId kSnowflakeRmgrId = 148;
 

@@ -13,18 +13,29 @@
  * for the clock (bounded by snowflake.clock_wait_timeout), and, rarely,
  * extending the reservation when the background worker has not.
  */
-#include "postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
 
-#include "../core/generator.hpp"
-#include "nextval.hpp"
-#include "clock.hpp"
-#include "layout_registry.hpp"
-#include "node_registry.hpp"
-#include "reservation.hpp"
-#include "settings.hpp"
-#include "shared_state.hpp"
-#include "timestamps.hpp"
-#include "worker_slot.hpp"
+#include "access/parallel.h"	/* IsParallelWorker */
+#include "access/xlog.h"		/* RecoveryInProgress */
+#include "fmgr.h"
+#include "miscadmin.h"		/* CHECK_FOR_INTERRUPTS */
+#include "port/atomics.h"
+#include "storage/spin.h"		/* pg_spin_delay */
+#include "utils/timestamp.h"
+}
+
+#include "core/generator.hpp"
+#include "pg/slots/nextval.hpp"
+#include "pg/clock.hpp"
+#include "pg/layout/layout_registry.hpp"
+#include "pg/registry/node_registry.hpp"
+#include "pg/reservation/reservation.hpp"
+#include "pg/settings.hpp"
+#include "pg/shared_state.hpp"
+#include "pg/timestamps.hpp"
+#include "pg/slots/worker_slot.hpp"
 
 extern "C"
 {

@@ -17,9 +17,12 @@
 #ifndef SNOWFLAKE_PG_LAYOUT_REGISTRY_HPP
 #define SNOWFLAKE_PG_LAYOUT_REGISTRY_HPP
 
-#include "postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+}
 
-#include "../core/layout.hpp"
+#include "core/layout.hpp"
 
 /*
  * True while the running layout is known to be recorded in this database

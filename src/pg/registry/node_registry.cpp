@@ -7,14 +7,39 @@
  * extension was dropped) is logged and the next round starts afresh; the
  * worker itself keeps no state across rounds but the beat counts it saw.
  */
-#include "postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"		/* GetSystemIdentifier, GetWALInsertionTimeLine */
+#include "catalog/pg_type.h"	/* type OIDs */
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "postmaster/postmaster.h"	/* PostPortNumber */
+#include "storage/latch.h"
+#include "storage/spin.h"
+#include "tcop/tcopprot.h"	/* die */
+#include "utils/backend_status.h"	/* pgstat_report_appname */
+#include "utils/builtins.h"	/* quote_identifier, pg_strtoint64, text datums */
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "utils/uuid.h"
+#include "utils/wait_event.h"
+}
 
 #include <unistd.h>
 
-#include "clock.hpp"
-#include "node_registry.hpp"
-#include "settings.hpp"
-#include "timestamps.hpp"
+#include "pg/clock.hpp"
+#include "pg/registry/node_registry.hpp"
+#include "pg/settings.hpp"
+#include "pg/timestamps.hpp"
 
 
 namespace {
@@ -290,13 +315,28 @@ PinSearchPath(void)
 
 }							/* namespace */
 
-void
+/* A fresh random (version 4) UUID for this instance. */
+static void
 NewInstanceId(pg_uuid_t *id)
 {
 	if (!pg_strong_random(id->data, UUID_LEN))
-		ereport(FATAL, (errmsg("could not generate a random snowflake instance id")));
+		ereport(FATAL,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not generate a random snowflake instance id")));
 	id->data[6] = (id->data[6] & 0x0f) | 0x40;	/* version 4 */
 	id->data[8] = (id->data[8] & 0x3f) | 0x80;	/* RFC 4122 variant */
+}
+
+void
+InitRegistryState(SharedState *state)
+{
+	pg_atomic_init_u32(&state->node_collision, 0);
+	SpinLockInit(&state->collision_mutex);
+	state->collision_detail[0] = '\0';
+	state->registry_last_round = 0;
+	state->registry_problem[0] = '\0';
+	pg_atomic_init_u32(&state->registry_starts, 0);
+	NewInstanceId(&state->instance_id);
 }
 
 void

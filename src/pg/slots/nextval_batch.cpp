@@ -12,9 +12,16 @@
  * one millisecond, one clock read and one compare-and-swap per run), and
  * saves the executor's work of a call per ID.
  */
-#include "postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
 
-#include "nextval.hpp"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"		/* CHECK_FOR_INTERRUPTS */
+}
+
+#include "pg/slots/nextval.hpp"
 
 extern "C"
 {

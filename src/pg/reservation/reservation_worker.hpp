@@ -15,7 +15,10 @@
 #ifndef SNOWFLAKE_PG_RESERVATION_WORKER_HPP
 #define SNOWFLAKE_PG_RESERVATION_WORKER_HPP
 
-#include "postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+}
 
 /* The worker's entry point, registered by _PG_init. */
 extern "C" PGDLLEXPORT void snowflake_reservation_main(Datum arg);

@@ -17,8 +17,8 @@
 #ifndef SNOWFLAKE_PG_RESERVATION_HPP
 #define SNOWFLAKE_PG_RESERVATION_HPP
 
-#include "settings.hpp"
-#include "shared_state.hpp"
+#include "pg/settings.hpp"
+#include "pg/shared_state.hpp"
 
 /* File name, relative to the data directory. */
 constexpr const char *kReservationFileName = "snowflake.reservation";
@@ -41,8 +41,12 @@ constexpr int64 kVersion10ReachAheadMs = 60000;
  */
 bool		ReadReservationFile(int64 *unix_ms);
 
-/* Reads the file into freshly set-up shared memory (postmaster). */
-void		LoadReservation(SharedState *state);
+/*
+ * Sets up the reservation's fields of freshly created shared memory, from
+ * the file (postmaster, at start and after a crash restart), and registers
+ * RecordIssuedAtExit in the postmaster.
+ */
+void		InitReservationState(SharedState *state);
 
 /*
  * The latest Unix time (ms) the timestamp of an ID issued before a server

@@ -2,13 +2,27 @@
  * reservation_worker.cpp
  *	  Main loop of the "snowflake reservation" background worker.
  */
-#include "postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
 
-#include "../core/layout.hpp"
-#include "clock.hpp"
-#include "reservation.hpp"
-#include "reservation_worker.hpp"
-#include "settings.hpp"
+#include "access/xlog.h"		/* RecoveryInProgress */
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"	/* SignalHandlerForConfigReload */
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"	/* die */
+#include "utils/guc.h"		/* ProcessConfigFile */
+#include "utils/memutils.h"
+#include "utils/wait_event.h"
+}
+
+#include "core/layout.hpp"
+#include "pg/clock.hpp"
+#include "pg/reservation/reservation.hpp"
+#include "pg/reservation/reservation_worker.hpp"
+#include "pg/settings.hpp"
 
 
 static constexpr long kTickMs = 50;

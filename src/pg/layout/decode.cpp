@@ -3,11 +3,19 @@
  *	  snowflake_decode() and snowflake_timestamp(): the fields of an ID,
  *	  under the layout it was made with.
  */
-#include "postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
 
-#include "layout_registry.hpp"
-#include "shared_state.hpp"
-#include "timestamps.hpp"
+#include "access/htup_details.h"	/* heap_form_tuple */
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/timestamp.h"
+}
+
+#include "pg/layout/layout_registry.hpp"
+#include "pg/shared_state.hpp"
+#include "pg/timestamps.hpp"
 
 extern "C"
 {

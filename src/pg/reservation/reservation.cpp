@@ -14,16 +14,29 @@
  * Nothing on the paths taken per record (writing the file, replay)
  * allocates memory: they run in long-lived processes.
  */
-#include "postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
+
+#include "access/xlogdefs.h"
+#include "miscadmin.h"		/* IsUnderPostmaster, MyLatch, CHECK_FOR_INTERRUPTS */
+#include "port/atomics.h"
+#include "replication/syncrep.h"
+#include "replication/walsender_private.h"	/* WalSndCtl: what synchronous standbys confirmed */
+#include "storage/ipc.h"		/* on_shmem_exit */
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "utils/wait_event.h"
+}
 
 #include <cstdio>
 
-#include "clock.hpp"
-#include "durable_file.hpp"
-#include "layout_file.hpp"
-#include "reservation.hpp"
-#include "reservation_wal.hpp"
-#include "settings.hpp"
+#include "pg/clock.hpp"
+#include "pg/durable_file.hpp"
+#include "pg/layout/layout_file.hpp"
+#include "pg/reservation/reservation.hpp"
+#include "pg/reservation/reservation_wal.hpp"
+#include "pg/settings.hpp"
 
 static int64
 ToTimestamp(int64 unix_ms)
@@ -94,9 +107,15 @@ RaiseReservedUntil(SharedState *state, int64 timestamp)
 }
 
 void
-LoadReservation(SharedState *state)
+InitReservationState(SharedState *state)
 {
 	int64		unix_ms = 0;
+
+	state->reservation_lock = &(GetNamedLWLockTranche(kSharedLockTrancheName))->lock;
+	pg_atomic_init_u32(&state->gap_reported, 0);
+	pg_atomic_init_u64(&state->reservations, 0);
+	pg_atomic_init_u64(&state->clock_steps_back, 0);
+	pg_atomic_init_u64(&state->largest_step_back_ms, 0);
 
 	state->reservation_known = ReadReservationFile(&unix_ms);
 	pg_atomic_init_u64(&state->reserved_until,
@@ -106,6 +125,15 @@ LoadReservation(SharedState *state)
 	state->floor_ready = false;
 	state->floor_from_reservation = false;
 	state->floor_timestamp = 0;
+
+	/*
+	 * In the postmaster: its children drop this callback, and a crash
+	 * re-initialisation runs it with code 1 before dropping it, so it acts
+	 * only when the postmaster exits normally, after all other processes,
+	 * with this memory still attached.
+	 */
+	if (!IsUnderPostmaster)
+		on_shmem_exit(RecordIssuedAtExit, PointerGetDatum(state));
 }
 
 void

@@ -13,11 +13,17 @@
  * or below it).  A time past the layout's last millisecond is an error:
  * no bigint lies above every ID there.
  */
-#include "postgres_headers.hpp"
+extern "C"
+{
+#include "postgres.h"
 
-#include "layout_registry.hpp"
-#include "shared_state.hpp"
-#include "timestamps.hpp"
+#include "fmgr.h"
+#include "utils/timestamp.h"
+}
+
+#include "pg/layout/layout_registry.hpp"
+#include "pg/shared_state.hpp"
+#include "pg/timestamps.hpp"
 
 extern "C"
 {
