@@ -27,6 +27,9 @@ shared_preload_libraries = 'snowflake'
 listen_addresses = ''
 unix_socket_directories = '$demo'
 port = $port
+# A round of the node registry every second instead of every 10 s, so that
+# the status below shows the round that follows CREATE EXTENSION.
+snowflake.registry_interval = '1s'
 CONF
 as_tester "$PG_BINDIR/pg_ctl" -D "$demo/data" -l "$demo/server.log" -w start >/dev/null
 
@@ -39,6 +42,23 @@ INSERT INTO orders (item) SELECT 'bulk ' || g FROM generate_series(1, 100000) AS
 SELECT count(*) AS rows, count(DISTINCT id) AS distinct_ids FROM orders;
 SELECT worker_id, pid = pg_backend_pid() AS this_session, datname, usename, ids_issued
   FROM snowflake_workers;
+-- A batch of IDs in one call, and the rows of the last minute through the
+-- primary key.
+SELECT snowflake_nextval(3);
+SELECT count(*) AS rows_last_minute
+  FROM orders
+ WHERE id >= snowflake_min_id(now() - interval '1 minute');
+-- Wait for the registry's first round since CREATE EXTENSION.
+DO $$
+BEGIN
+    FOR i IN 1..50 LOOP
+        EXIT WHEN (SELECT registry_last_round IS NOT NULL AND registry_problem IS NULL
+                     FROM snowflake_status());
+        PERFORM pg_sleep(0.2);
+    END LOOP;
+END
+$$;
+\x on
 SELECT * FROM snowflake_status();
 SQL
 
