@@ -22,7 +22,13 @@ my $slot_lock_class = 1936617335;
 # One row per insert: the session (its backend's pid, stable for the whole
 # run since pgbench keeps its connections) and "n", which grows with the
 # order of the inserts of each session.
-my $insert_script = "INSERT INTO t (v) VALUES (1);\n";
+# After each insert a client passes a gate: a shared advisory lock that
+# waits while the test holds the exclusive one.  The test holds it until it
+# has seen all the clients attached, so none can finish and detach first.
+my $gate_key = 4242;
+my $insert_script = "INSERT INTO t (v) VALUES (1);\n"
+  . "SELECT pg_advisory_lock_shared($gate_key);\n"
+  . "SELECT pg_advisory_unlock_shared($gate_key);\n";
 
 sub run_layout
 {
@@ -49,6 +55,13 @@ CREATE TABLE t (
 
 	my $dir = PostgreSQL::Test::Utils::tempdir();
 	append_to_file("$dir/insert.sql", $insert_script);
+	my $gate = SnowflakeTest::start_psql($node, $dir, 'gate', '-c',
+		"SET application_name = 'gate'; SELECT pg_advisory_lock($gate_key); SELECT pg_sleep(3600)");
+	$node->poll_query_until(
+		'postgres', qq{
+SELECT count(*) = 1 FROM pg_locks
+ WHERE locktype = 'advisory' AND objid = $gate_key AND mode = 'ExclusiveLock' AND granted})
+	  or die "the gate was not closed";
 	# Output to files: nothing needs pumping while the test polls.
 	my $pgbench = IPC::Run::start(
 		[
@@ -82,6 +95,11 @@ SELECT count(*) FROM pg_locks
    AND mode = 'ShareLock' AND granted}),
 		$clients,
 		"$name: pg_locks shows the share lock of every session");
+
+	# Open the gate: the clients run their other transactions.
+	$node->safe_psql('postgres',
+		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'gate'");
+	$gate->finish;
 
 	ok($pgbench->finish, "$name: pgbench exited with success")
 	  or diag(slurp_file("$dir/pgbench.err"));
