@@ -35,12 +35,7 @@ export SNOWFLAKE_WORKDIR=/tmp/sf-bench-batch
 trap bench_cleanup EXIT
 bench_copy_postgres /tmp/sf-bench-batch-pg
 
-note "building and installing snowflake and bench/noop"
-prepare_tester_copy "$top"
-build_and_install
-as_tester make -s -C bench/noop clean >/dev/null
-as_tester make -s -C bench/noop
-make -s -C "$SNOWFLAKE_WORKDIR/bench/noop" install >/dev/null
+bench_build_with_noop "$top"
 
 bench_clusters_dir /tmp/sf-bench-batch-clusters
 port=$(free_port 54340)

@@ -4,6 +4,7 @@
 # test/tester-env.sh and installs bench_cleanup as its EXIT trap; then:
 #
 #   bench_copy_postgres PREFIX   a private copy of PostgreSQL
+#   bench_build_with_noop TOP    build and install this tree and bench/noop
 #   bench_clusters_dir PREFIX    the directory of the throwaway clusters
 #   free_port, start_cluster, restart_cluster, sql
 #   median, calc, fmt, pass_if
@@ -62,6 +63,18 @@ bench_copy_postgres() {
 			exit 1
 			;;
 	esac
+}
+
+# bench_build_with_noop TOP: builds this tree as the tester and installs
+# it, with the no-op C function of bench/noop/ (a baseline), into the
+# PostgreSQL of PG_CONFIG.
+bench_build_with_noop() {
+	note "building and installing snowflake and bench/noop"
+	prepare_tester_copy "$1"
+	build_and_install
+	as_tester make -s -C bench/noop clean >/dev/null
+	as_tester make -s -C bench/noop
+	make -s -C "$SNOWFLAKE_WORKDIR/bench/noop" install >/dev/null
 }
 
 # bench_clusters_dir PREFIX: PREFIX.XXXXXX, the tester's only, for the

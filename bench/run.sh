@@ -83,12 +83,7 @@ if [ -n "$BASE_COMMIT" ]; then
 	base_rev=$(git_base rev-parse --short "$BASE_COMMIT^{commit}")
 fi
 
-note "building and installing snowflake and bench/noop"
-prepare_tester_copy "$top"
-build_and_install
-as_tester make -s -C bench/noop clean >/dev/null
-as_tester make -s -C bench/noop
-make -s -C "$SNOWFLAKE_WORKDIR/bench/noop" install >/dev/null
+bench_build_with_noop "$top"
 
 # The base commit: its tracked files only, built as the tester like the
 # tree above; its library goes in under another name, so it cannot replace
