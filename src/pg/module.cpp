@@ -16,7 +16,8 @@ extern "C"
 #include "postgres.h"
 
 #include "fmgr.h"			/* PG_MODULE_MAGIC */
-#include "miscadmin.h"		/* process_shared_preload_libraries_in_progress */
+#include "miscadmin.h"		/* IsBinaryUpgrade,
+								 * process_shared_preload_libraries_in_progress */
 #include "postmaster/bgworker.h"
 }
 
@@ -77,7 +78,19 @@ _PG_init(void)
 	DefineSettings();
 	CheckLayoutOfDataDirectory();
 	RegisterReservationRmgr();
-	RegisterWorker("snowflake reservation", "snowflake_reservation_main", 1);
-	RegisterWorker("snowflake registry", "snowflake_registry_main", 10);
+
+	/*
+	 * pg_upgrade starts both clusters in binary-upgrade mode and drops and
+	 * recreates databases in the new one; a worker connected to one of them
+	 * makes the restore fail.  Nothing needs IDs issued during the upgrade.
+	 */
+	if (IsBinaryUpgrade)
+		ereport(LOG,
+				(errmsg("snowflake: not starting background workers in binary-upgrade mode")));
+	else
+	{
+		RegisterWorker("snowflake reservation", "snowflake_reservation_main", 1);
+		RegisterWorker("snowflake registry", "snowflake_registry_main", 10);
+	}
 	InstallSharedStateHooks(InitSubsystemState);
 }
