@@ -3,6 +3,10 @@
 # and node-postgres from npm (pinned by test/clients/node/package-lock.json)
 # for the clients tier.  Must run as root (apt-get); does nothing a second
 # time.
+#
+# SNOWFLAKE_PG_VERSIONS (e.g. "15 17 18", default "15"): the PostgreSQL
+# major versions to test; those other than 15, the Debian 12 binary, are
+# built from source by test/install-pg-versions.sh, once (it caches them).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -49,4 +53,13 @@ node_dir=$top/test/clients/node
 if ! cmp -s "$node_dir/package-lock.json" "$node_dir/node_modules/.snowflake-lock.json"; then
 	(cd "$node_dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
 	cp "$node_dir/package-lock.json" "$node_dir/node_modules/.snowflake-lock.json"
+fi
+
+# The other server versions.
+other_versions=()
+for v in ${SNOWFLAKE_PG_VERSIONS:-15}; do
+	[ "$v" = 15 ] || other_versions+=("$v")
+done
+if [ ${#other_versions[@]} -gt 0 ]; then
+	"$top/test/install-pg-versions.sh" "${other_versions[@]}"
 fi
