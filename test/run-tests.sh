@@ -109,6 +109,7 @@ run_version() {
 		failed=$((failed + 1))
 		echo "=== PG $v: build and install FAILED"
 		timings+=("PG $v: build and install failed after $((SECONDS - build_start)) s")
+		version_times+=("PG $v: $((SECONDS - start)) s, build failed")
 		return
 	fi
 	timings+=("PG $v: build and install: $((SECONDS - build_start)) s")
