@@ -86,7 +86,7 @@ _PG_init(void)
 	 */
 	if (IsBinaryUpgrade)
 		ereport(LOG,
-				(errmsg("snowflake: not starting background workers in binary-upgrade mode")));
+				(errmsg("snowflake starts no background worker in binary-upgrade mode")));
 	else
 	{
 		RegisterWorker("snowflake reservation", "snowflake_reservation_main", 1);

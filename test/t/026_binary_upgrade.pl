@@ -41,7 +41,7 @@ my $log_offset = -s $node->logfile;
 system_or_bail('pg_ctl', '-w', '-D', $node->data_dir, '-l', $node->logfile,
 	'-o', '-b', 'start');
 like(slurp_file($node->logfile, $log_offset),
-	qr/LOG:  snowflake: not starting background workers in binary-upgrade mode/,
+	qr/LOG:  snowflake starts no background worker in binary-upgrade mode/,
 	'the server says it starts no worker');
 # Give a worker the time it takes to start and connect in normal mode, so
 # that without the check one would be seen here.
