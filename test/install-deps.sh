@@ -15,6 +15,8 @@ packages=(
 	postgresql-15             # the server the tests start
 	postgresql-client-15      # psql and pgbench
 	postgresql-server-dev-15  # PGXS, headers, pg_regress, isolationtester
+	postgresql-server-dev-all # pg_buildext, for the Debian package (debian/)
+	debhelper                 # dpkg-buildpackage's dh, for the same
 	libipc-run-perl           # PostgreSQL::Test::Cluster for TAP tests
 	libgtest-dev              # the C++ unit tests
 	clang-format              # the format check of changed lines (test/check-format.sh)

@@ -3,33 +3,42 @@
 # dependencies, builds with -Wall -Wextra -Werror (ERROR_ON_WARNING=1),
 # installs, and runs
 #   1. lint: shellcheck on the scripts, clang-format on the C++ lines
-#      changed since FORMAT_BASE (default HEAD~1), the core fence,
+#      changed since FORMAT_BASE (default HEAD~1), the core fence, and the
+#      version in snowflake.control, META.json, debian/ and CHANGELOG.md,
 #   2. the C++ unit tests of the core (no server), and 3. the same under
 #      AddressSanitizer and UndefinedBehaviorSanitizer,
-#   4. pg_regress, 5. isolation specs, 6. TAP tests (each on its own
-#      throwaway clusters, as an unprivileged user),
-#   7. the clients tier: psycopg 3, SQLAlchemy, Django, node-postgres and
+#   4. the Debian package: built with dpkg-buildpackage (debian/), installed
+#      with dpkg, checked as autopkgtest does (debian/tests/installcheck:
+#      pg_regress and isolation against the installed files), and purged,
+# and then, against each PostgreSQL version in turn,
+#   5. pg_regress, 6. isolation specs, 7. TAP tests (each on its own
+#      throwaway clusters, as an unprivileged user, TAP_JOBS files at a
+#      time, default 3),
+#   8. the clients tier: psycopg 3, SQLAlchemy, Django, node-postgres and
 #      JDBC against a throwaway cluster (test/clients/run.sh),
-#   8. pg_regress and isolation again, with the extension built with
-#      -DUSE_ASSERT_CHECKING (make ASSERTS=1), so its Assert()s run; the
-#      build without them is installed again afterwards.
-# Run as root.  It installs into the PostgreSQL of PG_CONFIG (default: the
-# pg_config on PATH), so a private copy of PostgreSQL keeps the system's
-# untouched.  Prints regression diffs when a suite fails, and the time of
-# each tier.
+#   9. pg_regress and isolation again, with the extension built with
+#      -DUSE_ASSERT_CHECKING (make ASSERTS=1), so its Assert()s run, and
+#      TAP as well against the last version; the build without them is
+#      installed again afterwards.
+# Run as root.  Prints regression diffs when a suite fails, the time of
+# each tier and of each version, and last one line:
+#   snowflake: N passed, N failed
 #
-#   SNOWFLAKE_PG_VERSIONS  the PostgreSQL major versions that tiers 4 to 8
-#                          run against, in order (default "15").  15 is the
-#                          server of PG_CONFIG; 17 and 18 are built once
-#                          from Debian's sources (test/install-pg-versions.sh,
-#                          cached) and each run uses a fresh copy of them,
+#   SNOWFLAKE_PG_VERSIONS  the PostgreSQL major versions that tiers 5 to 9
+#                          run against, in order (default "15 17 18").  15
+#                          is the server of PG_CONFIG (default: the
+#                          pg_config on PATH, Debian 12's); 17 and 18 are
+#                          built once from Debian's sources
+#                          (test/install-pg-versions.sh, cached) and each
+#                          run uses a fresh copy of them,
 #                          $SNOWFLAKE_WORKDIR-pgNN-server, with a work copy
 #                          of its own, $SNOWFLAKE_WORKDIR-pgNN.  The tiers
-#                          that need no server (1 to 3) run once.
+#                          that need no server (1 to 3) and the package
+#                          (4, for the Debian server) run once.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 
-SNOWFLAKE_PG_VERSIONS=${SNOWFLAKE_PG_VERSIONS:-15}
+SNOWFLAKE_PG_VERSIONS=${SNOWFLAKE_PG_VERSIONS:-15 17 18}
 export SNOWFLAKE_PG_VERSIONS
 "$top/test/install-deps.sh"
 # shellcheck source=test/tester-env.sh
@@ -61,6 +70,10 @@ run_tier() {
 	timings+=("$name: $((SECONDS - start)) s")
 }
 regress_count="sed -n 's/^ *All \([0-9]*\) tests passed.*/\1/p'"
+tap_count="sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p'"
+# TAP files wait on servers more than they compute: three at a time halve
+# the tier's time on 2 cores.
+export TAP_JOBS=${TAP_JOBS:-3}
 gtest_count="sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\?\./\1/p'"
 
 # Lint, in the source tree (check-format reads its git history).
@@ -70,8 +83,9 @@ lint() {
 		n=$((n + 1)) && echo "shellcheck: ok"
 	bash "$top/test/check-format.sh" && n=$((n + 1))
 	as_tester make -s corefence && n=$((n + 1))
-	echo "lint: $n of 3 checks passed"
-	[ "$n" -eq 3 ]
+	bash "$top/test/check-versions.sh" && n=$((n + 1))
+	echo "lint: $n of 4 checks passed"
+	[ "$n" -eq 4 ]
 }
 # Points PG_CONFIG, PG_BINDIR (the tester's PATH) and SNOWFLAKE_WORKDIR at
 # major version $1: 15 is PG_CONFIG's server, in the work copy as before;
@@ -98,6 +112,31 @@ use_version() {
 	fi
 }
 
+# The Debian package, as a user installs it and as autopkgtest checks it:
+# built by the tester (Rules-Requires-Root: no) in a copy of its own,
+# installed, tested without a build in the tree (so against the installed
+# files), and purged, which also removes what an earlier "make install"
+# put in the same places; the version tiers install their build again.
+package_check() {
+	local dir=$base_workdir-package
+	SNOWFLAKE_WORKDIR=$dir/src
+	rm -rf "$dir"
+	prepare_tester_copy "$top"
+	chown "$SNOWFLAKE_TEST_USER" "$dir"
+	as_tester dpkg-buildpackage -us -uc -b >"$dir/build.log" 2>&1 || {
+		tail -n 40 "$dir/build.log"
+		return 1
+	}
+	local debs=("$dir"/postgresql-15-snowflake_*.deb)
+	echo "package: built ${debs[*]##*/}"
+	dpkg -i "${debs[@]}" >/dev/null
+	as_tester make -s clean >/dev/null
+	local status=0
+	as_tester debian/tests/installcheck || status=$?
+	dpkg --purge postgresql-15-snowflake >/dev/null
+	return "$status"
+}
+
 # The server-dependent tiers against version $1: build and install,
 # pg_regress, isolation, TAP, clients, and the Assert() build.
 run_version() {
@@ -116,10 +155,11 @@ run_version() {
 	local release_dir=$SNOWFLAKE_WORKDIR
 	run_tier "PG $v: pg_regress" "$regress_count" as_tester make installcheck ISOLATION= TAP_TESTS=
 	run_tier "PG $v: isolation" "$regress_count" as_tester make installcheck REGRESS= TAP_TESTS=
-	# 026_binary_upgrade.pl runs pg_upgrade from the version run before
+	# 027_pg_upgrade_state.pl runs pg_upgrade from the version run before
 	# this one, if that is a source build too (15's, a Debian binary,
-	# writes a column option that 17 and 18 cannot restore).
-	run_tier "PG $v: TAP" "sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p'" \
+	# writes a column option that 17 and 18 cannot restore), and else from
+	# this version to itself.
+	run_tier "PG $v: TAP" "$tap_count" \
 		as_tester env SNOWFLAKE_PG_UPGRADE_FROM="$upgrade_from" \
 		make installcheck REGRESS= ISOLATION=
 	run_tier "PG $v: clients" "sed -n 's/^clients: \([0-9]*\) checks passed.*/\1/p'" \
@@ -134,6 +174,13 @@ run_version() {
 	timings+=("PG $v: build and install with asserts: $((SECONDS - asserts_start)) s")
 	run_tier "PG $v: pg_regress, asserts" "$regress_count" as_tester make installcheck ISOLATION= TAP_TESTS=
 	run_tier "PG $v: isolation, asserts" "$regress_count" as_tester make installcheck REGRESS= TAP_TESTS=
+	# TAP with asserts once, against the last version: it is the longest
+	# tier, and the Assert()s are the extension's, not the server's.
+	if [ "$v" = "$last_version" ]; then
+		run_tier "PG $v: TAP, asserts" "$tap_count" \
+			as_tester env SNOWFLAKE_PG_UPGRADE_FROM="$upgrade_from" \
+			make installcheck REGRESS= ISOLATION=
+	fi
 	(cd "$release_dir" && make -s install >/dev/null)
 	SNOWFLAKE_WORKDIR=$release_dir
 	work_dirs+=("$release_dir" "$release_dir-asserts")
@@ -152,7 +199,9 @@ prepare_tester_copy "$top"
 run_tier "lint" "sed -n 's/^lint: \([0-9]*\) of .*/\1/p'" lint
 run_tier "C++ unit tests" "$gtest_count" as_tester make -s unittest
 run_tier "C++ unit tests, ASan+UBSan" "$gtest_count" as_tester make -s unittest-sanitize
+run_tier "Debian package" "$regress_count" package_check
 
+last_version=${SNOWFLAKE_PG_VERSIONS##* }
 work_dirs=()
 version_times=()
 upgrade_from=

@@ -8,7 +8,8 @@
  * preload it.
  *
  * At server start it validates the settings, checks the layout against the
- * one the data directory last ran with, registers its WAL resource manager
+ * one the data directory last ran with, refuses a data directory that
+ * pg_upgrade built without the old one's state files, registers its WAL resource manager
  * and background workers, and requests its shared memory.
  */
 extern "C"
@@ -25,6 +26,7 @@ extern "C"
 #include "pg/registry/node_registry.hpp"
 #include "pg/reservation/reservation.hpp"
 #include "pg/reservation/reservation_wal.hpp"
+#include "pg/reservation/upgrade_guard.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
 
@@ -77,6 +79,7 @@ _PG_init(void)
 		return;
 	DefineSettings();
 	CheckLayoutOfDataDirectory();
+	GuardStateAcrossUpgrade();
 	RegisterReservationRmgr();
 
 	/*
