@@ -86,6 +86,5 @@ GuardStateAcrossUpgrade(void)
 						 DataDir)));
 	/* Carried: the reservation bounds the old IDs from now on. */
 	(void) durable_unlink(marker, LOG);
-	ereport(LOG,
-			(errmsg("snowflake found the state carried from the old data directory")));
+	ereport(LOG, (errmsg("snowflake found the state carried from the old data directory")));
 }
