@@ -71,8 +71,10 @@ PG_CXXFLAGS = -std=c++17 -fno-exceptions -fno-rtti $(WARNINGS) -MMD -MP
 override with_llvm = no
 include $(PGXS)
 override COMPILER = $(CXX) $(CXXFLAGS)
-# After PGXS, which resets it: the tests' own Perl modules.
-PROVE_FLAGS += -I test/perl
+# After PGXS, which resets it: the tests' own Perl modules, and how many
+# TAP files run at once (each on its own clusters and ports).
+TAP_JOBS ?= 1
+PROVE_FLAGS += -I test/perl -j$(TAP_JOBS)
 
 # The core fence: src/core is compiled without the server's include path,
 # in the extension as in the unit tests, so a PostgreSQL header there does

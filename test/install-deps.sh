@@ -3,6 +3,10 @@
 # and node-postgres from npm (pinned by test/clients/node/package-lock.json)
 # for the clients tier.  Must run as root (apt-get); does nothing a second
 # time.
+#
+# SNOWFLAKE_PG_VERSIONS (e.g. "15 17 18", default "15"): the PostgreSQL
+# major versions to test; those other than 15, the Debian 12 binary, are
+# built from source by test/install-pg-versions.sh, once (it caches them).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -11,6 +15,8 @@ packages=(
 	postgresql-15             # the server the tests start
 	postgresql-client-15      # psql and pgbench
 	postgresql-server-dev-15  # PGXS, headers, pg_regress, isolationtester
+	postgresql-server-dev-all # pg_buildext, for the Debian package (debian/)
+	debhelper                 # dpkg-buildpackage's dh, for the same
 	libipc-run-perl           # PostgreSQL::Test::Cluster for TAP tests
 	libgtest-dev              # the C++ unit tests
 	clang-format              # the format check of changed lines (test/check-format.sh)
@@ -49,4 +55,13 @@ node_dir=$top/test/clients/node
 if ! cmp -s "$node_dir/package-lock.json" "$node_dir/node_modules/.snowflake-lock.json"; then
 	(cd "$node_dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
 	cp "$node_dir/package-lock.json" "$node_dir/node_modules/.snowflake-lock.json"
+fi
+
+# The other server versions.
+other_versions=()
+for v in ${SNOWFLAKE_PG_VERSIONS:-15}; do
+	[ "$v" = 15 ] || other_versions+=("$v")
+done
+if [ ${#other_versions[@]} -gt 0 ]; then
+	"$top/test/install-pg-versions.sh" "${other_versions[@]}"
 fi

@@ -3,35 +3,55 @@
 # dependencies, builds with -Wall -Wextra -Werror (ERROR_ON_WARNING=1),
 # installs, and runs
 #   1. lint: shellcheck on the scripts, clang-format on the C++ lines
-#      changed since FORMAT_BASE (default HEAD~1), the core fence,
+#      changed since FORMAT_BASE (default HEAD~1), the core fence, and the
+#      version in snowflake.control, META.json, debian/ and CHANGELOG.md,
 #   2. the C++ unit tests of the core (no server), and 3. the same under
 #      AddressSanitizer and UndefinedBehaviorSanitizer,
-#   4. pg_regress, 5. isolation specs, 6. TAP tests (each on its own
-#      throwaway clusters, as an unprivileged user),
-#   7. the clients tier: psycopg 3, SQLAlchemy, Django, node-postgres and
+#   4. the Debian package: built with dpkg-buildpackage (debian/), installed
+#      with dpkg, checked as autopkgtest does (debian/tests/installcheck:
+#      pg_regress and isolation against the installed files), and purged,
+# and then, against each PostgreSQL version in turn,
+#   5. pg_regress, 6. isolation specs, 7. TAP tests (each on its own
+#      throwaway clusters, as an unprivileged user, TAP_JOBS files at a
+#      time, default 3),
+#   8. the clients tier: psycopg 3, SQLAlchemy, Django, node-postgres and
 #      JDBC against a throwaway cluster (test/clients/run.sh),
-#   8. pg_regress, isolation and TAP again, with the extension built with
-#      -DUSE_ASSERT_CHECKING (make ASSERTS=1), so its Assert()s run; the
-#      build without them is installed again afterwards.
-# Run as root.  It installs into the PostgreSQL of PG_CONFIG (default: the
-# pg_config on PATH), so a private copy of PostgreSQL keeps the system's
-# untouched.  Prints regression diffs when a suite fails, and the time of
-# each tier.
+#   9. pg_regress and isolation again, with the extension built with
+#      -DUSE_ASSERT_CHECKING (make ASSERTS=1), so its Assert()s run, and
+#      TAP as well against the last version; the build without them is
+#      installed again afterwards.
+# Run as root.  Prints regression diffs when a suite fails, the time of
+# each tier and of each version, and last one line:
+#   snowflake: N passed, N failed
+#
+#   SNOWFLAKE_PG_VERSIONS  the PostgreSQL major versions that tiers 5 to 9
+#                          run against, in order (default "15 17 18").  15
+#                          is the server of PG_CONFIG (default: the
+#                          pg_config on PATH, Debian 12's); 17 and 18 are
+#                          built once from Debian's sources
+#                          (test/install-pg-versions.sh, cached) and each
+#                          run uses a fresh copy of them,
+#                          $SNOWFLAKE_WORKDIR-pgNN-server, with a work copy
+#                          of its own, $SNOWFLAKE_WORKDIR-pgNN.  The tiers
+#                          that need no server (1 to 3) and the package
+#                          (4, for the Debian server) run once.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 
+SNOWFLAKE_PG_VERSIONS=${SNOWFLAKE_PG_VERSIONS:-15 17 18}
+export SNOWFLAKE_PG_VERSIONS
 "$top/test/install-deps.sh"
 # shellcheck source=test/tester-env.sh
 . "$top/test/tester-env.sh"
 # Warnings are errors here (make reads this from the environment).
 export ERROR_ON_WARNING=1
-build_start=$SECONDS
-prepare_and_install "$top"
-release_dir=$SNOWFLAKE_WORKDIR
+base_workdir=$SNOWFLAKE_WORKDIR
+system_pg_config=${PG_CONFIG:-pg_config}
+pg_cache=${SNOWFLAKE_PG_CACHE:-/var/cache/snowflake-pg}
 
 passed=0
 failed=0
-timings=("build and install: $((SECONDS - build_start)) s")
+timings=()
 # Runs one tier; $2 extracts its count of passed tests from the output, the
 # rest is the command (as_tester for what runs in the tester's copy).
 run_tier() {
@@ -50,8 +70,11 @@ run_tier() {
 	timings+=("$name: $((SECONDS - start)) s")
 }
 regress_count="sed -n 's/^ *All \([0-9]*\) tests passed.*/\1/p'"
-gtest_count="sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\?\./\1/p'"
 tap_count="sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p'"
+# TAP files wait on servers more than they compute: three at a time halve
+# the tier's time on 2 cores.
+export TAP_JOBS=${TAP_JOBS:-3}
+gtest_count="sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\?\./\1/p'"
 
 # Lint, in the source tree (check-format reads its git history).
 lint() {
@@ -60,36 +83,141 @@ lint() {
 		n=$((n + 1)) && echo "shellcheck: ok"
 	bash "$top/test/check-format.sh" && n=$((n + 1))
 	as_tester make -s corefence && n=$((n + 1))
-	echo "lint: $n of 3 checks passed"
-	[ "$n" -eq 3 ]
+	bash "$top/test/check-versions.sh" && n=$((n + 1))
+	echo "lint: $n of 4 checks passed"
+	[ "$n" -eq 4 ]
 }
+# Points PG_CONFIG, PG_BINDIR (the tester's PATH) and SNOWFLAKE_WORKDIR at
+# major version $1: 15 is PG_CONFIG's server, in the work copy as before;
+# another version is a fresh copy of its cached build, so that nothing
+# installed by an earlier run or by another checkout's run remains.
+use_version() {
+	local v=$1
+	if [ "$v" = 15 ]; then
+		export PG_CONFIG=$system_pg_config
+		SNOWFLAKE_WORKDIR=$base_workdir
+	else
+		local server=$base_workdir-pg$v-server
+		rm -rf "$server"
+		cp -a "$(readlink -f "$pg_cache/$v")/pg" "$server"
+		export PG_CONFIG=$server/bin/pg_config
+		SNOWFLAKE_WORKDIR=$base_workdir-pg$v
+	fi
+	PG_BINDIR=$("$PG_CONFIG" --bindir)
+	local major
+	major=$("$PG_CONFIG" --version | sed -n 's/^PostgreSQL \([0-9]*\).*/\1/p')
+	if [ "$major" != "$v" ]; then
+		echo "run-tests: PG_CONFIG for version $v is PostgreSQL $major ($PG_CONFIG)" >&2
+		exit 1
+	fi
+}
+
+# The Debian package, as a user installs it and as autopkgtest checks it:
+# built by the tester (Rules-Requires-Root: no) in a copy of its own,
+# installed, tested without a build in the tree (so against the installed
+# files), and purged, which also removes what an earlier "make install"
+# put in the same places; the version tiers install their build again.
+package_check() {
+	local dir=$base_workdir-package
+	SNOWFLAKE_WORKDIR=$dir/src
+	rm -rf "$dir"
+	prepare_tester_copy "$top"
+	chown "$SNOWFLAKE_TEST_USER" "$dir"
+	as_tester dpkg-buildpackage -us -uc -b >"$dir/build.log" 2>&1 || {
+		tail -n 40 "$dir/build.log"
+		return 1
+	}
+	local debs=("$dir"/postgresql-15-snowflake_*.deb)
+	echo "package: built ${debs[*]##*/}"
+	dpkg -i "${debs[@]}" >/dev/null
+	as_tester make -s clean >/dev/null
+	local status=0
+	as_tester debian/tests/installcheck || status=$?
+	dpkg --purge postgresql-15-snowflake >/dev/null
+	return "$status"
+}
+
+# The server-dependent tiers against version $1: build and install,
+# pg_regress, isolation, TAP, clients, and the Assert() build.
+run_version() {
+	local v=$1 start=$SECONDS build_start
+	use_version "$v"
+	echo "=== PostgreSQL $v: $("$PG_CONFIG" --version), work copy $SNOWFLAKE_WORKDIR"
+	build_start=$SECONDS
+	if ! prepare_and_install "$top"; then
+		failed=$((failed + 1))
+		echo "=== PG $v: build and install FAILED"
+		timings+=("PG $v: build and install failed after $((SECONDS - build_start)) s")
+		version_times+=("PG $v: $((SECONDS - start)) s, build failed")
+		return
+	fi
+	timings+=("PG $v: build and install: $((SECONDS - build_start)) s")
+	local release_dir=$SNOWFLAKE_WORKDIR
+	run_tier "PG $v: pg_regress" "$regress_count" as_tester make installcheck ISOLATION= TAP_TESTS=
+	run_tier "PG $v: isolation" "$regress_count" as_tester make installcheck REGRESS= TAP_TESTS=
+	# 027_pg_upgrade_state.pl runs pg_upgrade from the version run before
+	# this one, if that is a source build too (15's, a Debian binary,
+	# writes a column option that 17 and 18 cannot restore), and else from
+	# this version to itself.
+	run_tier "PG $v: TAP" "$tap_count" \
+		as_tester env SNOWFLAKE_PG_UPGRADE_FROM="$upgrade_from" \
+		make installcheck REGRESS= ISOLATION=
+	run_tier "PG $v: clients" "sed -n 's/^clients: \([0-9]*\) checks passed.*/\1/p'" \
+		as_tester bash test/clients/run.sh
+
+	# The server-side suites again, with the extension's Assert()s compiled
+	# in, from a copy of its own; then the build without them goes back in.
+	local asserts_start=$SECONDS
+	SNOWFLAKE_WORKDIR=$release_dir-asserts
+	prepare_tester_copy "$top"
+	ASSERTS=1 build_and_install
+	timings+=("PG $v: build and install with asserts: $((SECONDS - asserts_start)) s")
+	run_tier "PG $v: pg_regress, asserts" "$regress_count" as_tester make installcheck ISOLATION= TAP_TESTS=
+	run_tier "PG $v: isolation, asserts" "$regress_count" as_tester make installcheck REGRESS= TAP_TESTS=
+	# TAP with asserts once, against the last version: it is the longest
+	# tier, and the Assert()s are the extension's, not the server's.
+	if [ "$v" = "$last_version" ]; then
+		run_tier "PG $v: TAP, asserts" "$tap_count" \
+			as_tester env SNOWFLAKE_PG_UPGRADE_FROM="$upgrade_from" \
+			make installcheck REGRESS= ISOLATION=
+	fi
+	(cd "$release_dir" && make -s install >/dev/null)
+	SNOWFLAKE_WORKDIR=$release_dir
+	work_dirs+=("$release_dir" "$release_dir-asserts")
+	version_times+=("PG $v: $((SECONDS - start)) s")
+	if [ "$v" = 15 ]; then
+		upgrade_from=
+	else
+		upgrade_from=$base_workdir-pg$v-server
+	fi
+}
+
+# The tiers that need no server, once, in the first version's work copy
+# (they build what they test themselves).
+use_version "${SNOWFLAKE_PG_VERSIONS%% *}"
+prepare_tester_copy "$top"
 run_tier "lint" "sed -n 's/^lint: \([0-9]*\) of .*/\1/p'" lint
 run_tier "C++ unit tests" "$gtest_count" as_tester make -s unittest
 run_tier "C++ unit tests, ASan+UBSan" "$gtest_count" as_tester make -s unittest-sanitize
-run_tier "pg_regress" "$regress_count" as_tester make installcheck ISOLATION= TAP_TESTS=
-run_tier "isolation" "$regress_count" as_tester make installcheck REGRESS= TAP_TESTS=
-run_tier "TAP" "$tap_count" as_tester make installcheck REGRESS= ISOLATION=
-run_tier "clients" "sed -n 's/^clients: \([0-9]*\) checks passed.*/\1/p'" \
-	as_tester bash test/clients/run.sh
+run_tier "Debian package" "$regress_count" package_check
 
-# The server-side suites again, with the extension's Assert()s compiled in,
-# from a copy of its own; then the build without them goes back in.
-asserts_start=$SECONDS
-SNOWFLAKE_WORKDIR=$release_dir-asserts
-prepare_tester_copy "$top"
-ASSERTS=1 build_and_install
-timings+=("build and install with asserts: $((SECONDS - asserts_start)) s")
-run_tier "pg_regress, asserts" "$regress_count" as_tester make installcheck ISOLATION= TAP_TESTS=
-run_tier "isolation, asserts" "$regress_count" as_tester make installcheck REGRESS= TAP_TESTS=
-run_tier "TAP, asserts" "$tap_count" as_tester make installcheck REGRESS= ISOLATION=
-(cd "$release_dir" && make -s install >/dev/null)
-SNOWFLAKE_WORKDIR=$release_dir
+last_version=${SNOWFLAKE_PG_VERSIONS##* }
+work_dirs=()
+version_times=()
+upgrade_from=
+for v in $SNOWFLAKE_PG_VERSIONS; do
+	run_version "$v"
+done
 
 if [ "$failed" -ne 0 ]; then
-	find "$release_dir" "$release_dir-asserts" -name regression.diffs -print -exec cat {} \;
-	echo "TAP logs: $release_dir/tmp_check/log, $release_dir-asserts/tmp_check/log"
+	for d in "${work_dirs[@]}"; do
+		find "$d" -name regression.diffs -print -exec cat {} \;
+	done
+	printf 'TAP logs: %s/tmp_check/log\n' "${work_dirs[@]}"
 fi
 echo "=== tier timings"
-printf '  %s\n' "${timings[@]}" "total: $SECONDS s"
+printf '  %s\n' "${timings[@]}"
+echo "=== per version"
+printf '  %s\n' "${version_times[@]}" "total: $SECONDS s"
 echo "snowflake: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

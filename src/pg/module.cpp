@@ -8,7 +8,8 @@
  * preload it.
  *
  * At server start it validates the settings, checks the layout against the
- * one the data directory last ran with, registers its WAL resource manager
+ * one the data directory last ran with, refuses a data directory that
+ * pg_upgrade built without the old one's state files, registers its WAL resource manager
  * and background workers, and requests its shared memory.
  */
 extern "C"
@@ -16,7 +17,8 @@ extern "C"
 #include "postgres.h"
 
 #include "fmgr.h"			/* PG_MODULE_MAGIC */
-#include "miscadmin.h"		/* process_shared_preload_libraries_in_progress */
+#include "miscadmin.h"		/* IsBinaryUpgrade,
+								 * process_shared_preload_libraries_in_progress */
 #include "postmaster/bgworker.h"
 }
 
@@ -24,6 +26,7 @@ extern "C"
 #include "pg/registry/node_registry.hpp"
 #include "pg/reservation/reservation.hpp"
 #include "pg/reservation/reservation_wal.hpp"
+#include "pg/reservation/upgrade_guard.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
 
@@ -76,8 +79,21 @@ _PG_init(void)
 		return;
 	DefineSettings();
 	CheckLayoutOfDataDirectory();
+	GuardStateAcrossUpgrade();
 	RegisterReservationRmgr();
-	RegisterWorker("snowflake reservation", "snowflake_reservation_main", 1);
-	RegisterWorker("snowflake registry", "snowflake_registry_main", 10);
+
+	/*
+	 * pg_upgrade starts both clusters in binary-upgrade mode and drops and
+	 * recreates databases in the new one; a worker connected to one of them
+	 * makes the restore fail.  Nothing needs IDs issued during the upgrade.
+	 */
+	if (IsBinaryUpgrade)
+		ereport(LOG,
+				(errmsg("snowflake starts no background worker in binary-upgrade mode")));
+	else
+	{
+		RegisterWorker("snowflake reservation", "snowflake_reservation_main", 1);
+		RegisterWorker("snowflake registry", "snowflake_registry_main", 10);
+	}
 	InstallSharedStateHooks(InitSubsystemState);
 }

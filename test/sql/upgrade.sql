@@ -4,12 +4,19 @@
 --
 DROP EXTENSION snowflake CASCADE;
 
--- The extension's member objects, and what its functions look like.
+-- The extension's member objects, and what its functions look like.  The
+-- row types of its tables and views (and their array types), which
+-- PostgreSQL 17 and later list too, are left out: they come with the
+-- relation.
 CREATE TEMP VIEW extension_objects AS
 SELECT pg_describe_object(d.classid, d.objid, 0) AS object
   FROM pg_depend AS d
        JOIN pg_extension AS e ON e.oid = d.refobjid
- WHERE d.refclassid = 'pg_extension'::regclass AND e.extname = 'snowflake';
+       LEFT JOIN pg_type AS t
+         ON d.classid = 'pg_type'::regclass AND t.oid = d.objid
+       LEFT JOIN pg_type AS elem ON elem.oid = t.typelem
+ WHERE d.refclassid = 'pg_extension'::regclass AND e.extname = 'snowflake'
+   AND coalesce(t.typrelid, 0) = 0 AND coalesce(elem.typrelid, 0) = 0;
 CREATE TEMP VIEW extension_functions AS
 SELECT p.proname, pg_get_function_arguments(p.oid) AS args,
        pg_get_function_result(p.oid) AS result, p.provolatile, p.proisstrict,

@@ -101,7 +101,9 @@ sub finish_load
 sub stop_load
 {
 	my ($load) = @_;
-	$load->{run}->signal('INT');
+	# TERM, not INT: a shell that started the suite in the background
+	# left SIGINT ignored, and pgbench inherits that.
+	$load->{run}->signal('TERM');
 	$load->{run}->finish;
 	$load->{node}->poll_query_until($db,
 		"SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'load'")

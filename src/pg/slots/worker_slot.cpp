@@ -14,7 +14,11 @@ extern "C"
 
 #include "miscadmin.h"		/* MyProcPid, MyDatabaseId, GetUserId */
 #include "port/atomics.h"
+#if PG_VERSION_NUM >= 170000
+#include "storage/procnumber.h" /* MyProcNumber */
+#else
 #include "storage/backendid.h"	/* MyBackendId */
+#endif
 #include "storage/ipc.h"		/* before_shmem_exit */
 #include "storage/lock.h"
 #include "utils/timestamp.h"
@@ -162,7 +166,14 @@ DetachWorkerSlot(void)
 	LOCKTAG		tag = SlotLockTag(attached_worker_id);
 
 	/* pg_advisory_unlock_all() may have dropped it already. */
-	if (LockHeldByMe(&tag, ShareLock))
+#if PG_VERSION_NUM >= 170000
+	/* 17 added "orstronger"; only ShareLock itself is ours to release. */
+	bool		held = LockHeldByMe(&tag, ShareLock, false);
+#else
+	bool		held = LockHeldByMe(&tag, ShareLock);
+#endif
+
+	if (held)
 		LockRelease(&tag, ShareLock, true);
 	return true;
 }

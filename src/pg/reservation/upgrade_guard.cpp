@@ -1,0 +1,90 @@
+/*
+ * upgrade_guard.cpp
+ *	  The pg_upgrade guard.
+ *
+ * pg_upgrade builds a new data directory and copies the catalog and the
+ * tables into it, but not the files snowflake keeps beside them.  Started
+ * without snowflake.reservation, the new server would take its clock as
+ * the only bound (a new data directory), and with that clock behind the
+ * old one's, issue IDs below, or equal to, IDs already in the tables.
+ *
+ * A fresh data directory and an upgraded one look alike, except that
+ * pg_upgrade starts the new one in binary-upgrade mode first, before it
+ * was ever started normally, so before it has any state file.  That start
+ * leaves a marker; a normal start with the marker needs the reservation.
+ * The old cluster, also started in binary-upgrade mode by pg_upgrade, has
+ * its state files (a server writes both as it starts), so it is not marked.
+ */
+extern "C"
+{
+#include "postgres.h"
+
+#include "miscadmin.h"			/* IsBinaryUpgrade, DataDir */
+#include "storage/fd.h"			/* durable_unlink */
+}
+
+#include <sys/stat.h>
+
+#include "pg/clock.hpp"
+#include "pg/durable_file.hpp"
+#include "pg/layout/layout_file.hpp"
+#include "pg/reservation/reservation.hpp"
+#include "pg/reservation/upgrade_guard.hpp"
+
+static bool
+DataDirectoryFileExists(const char *name)
+{
+	char		path[MAXPGPATH];
+	struct stat st;
+
+	DataDirectoryFile(name, path);
+	if (stat(path, &st) == 0)
+		return true;
+	if (errno != ENOENT)
+		ereport(FATAL,
+				(errcode_for_file_access(),
+				 errmsg("could not stat file \"%s\": %m", path)));
+	return false;
+}
+
+void
+GuardStateAcrossUpgrade(void)
+{
+	char		marker[MAXPGPATH];
+	bool		has_reservation = DataDirectoryFileExists(kReservationFileName);
+
+	DataDirectoryFile(kUpgradeMarkerFileName, marker);
+	if (IsBinaryUpgrade)
+	{
+		if (has_reservation || DataDirectoryFileExists(kLayoutFileName) ||
+			DataDirectoryFileExists(kUpgradeMarkerFileName))
+			return;
+
+		/* The time of this start, for the operator who finds the file. */
+		int64		now_ms = NowUnixMs();
+
+		WriteStateFile(marker, &now_ms, 1, FATAL);
+		ereport(LOG,
+				(errmsg("snowflake marked this data directory as built by pg_upgrade"),
+				 errdetail("It must receive snowflake.layout and snowflake.reservation "
+						   "from the old data directory before it starts normally.")));
+		return;
+	}
+
+	if (!DataDirectoryFileExists(kUpgradeMarkerFileName))
+		return;
+	if (!has_reservation)
+		ereport(FATAL,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("this data directory was built by pg_upgrade, and snowflake's "
+						"state files were not carried into it"),
+				 errdetail("Without the old data directory's snowflake.reservation, IDs "
+						   "could start below IDs that the old cluster issued."),
+				 errhint("Copy snowflake.layout and snowflake.reservation from the old "
+						 "data directory into \"%s\", or see \"Upgrading PostgreSQL\" "
+						 "in the snowflake documentation.",
+						 DataDir)));
+	/* Carried: the reservation bounds the old IDs from now on. */
+	(void) durable_unlink(marker, LOG);
+	ereport(LOG, (errmsg("snowflake found the state carried from the old data directory")));
+}

@@ -1,0 +1,51 @@
+# In binary-upgrade mode (the mode pg_upgrade starts both clusters in) the
+# extension starts no background worker: pg_upgrade drops and recreates the
+# database "postgres" of the new cluster, which fails while a worker holds a
+# connection to it.
+#
+# A cluster with the extension preloaded, started with -b as pg_upgrade
+# does: no snowflake worker runs, and "postgres" can be dropped.  A real
+# pg_upgrade runs in 027_pg_upgrade_state.pl.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $preload = qq(
+shared_preload_libraries = 'snowflake'
+snowflake.node_id = 1
+);
+
+my $workers = q{SELECT count(*) FROM pg_catalog.pg_stat_activity
+	WHERE backend_type LIKE 'snowflake%'};
+
+# 1. Binary-upgrade mode, started by hand as pg_upgrade starts it.
+my $node = PostgreSQL::Test::Cluster->new('binary_upgrade');
+$node->init;
+$node->append_conf('postgresql.conf', $preload);
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+# Outside binary-upgrade mode both workers run, the registry's connected to
+# "postgres".
+ok($node->poll_query_until('postgres', "SELECT ($workers) = 2"),
+	'both workers run in normal mode');
+$node->stop;
+
+my $log_offset = -s $node->logfile;
+system_or_bail('pg_ctl', '-w', '-D', $node->data_dir, '-l', $node->logfile,
+	'-o', '-b', 'start');
+like(slurp_file($node->logfile, $log_offset),
+	qr/LOG:  snowflake starts no background worker in binary-upgrade mode/,
+	'the server says it starts no worker');
+# Give a worker the time it takes to start and connect in normal mode, so
+# that without the check one would be seen here.
+$node->safe_psql('postgres', 'SELECT pg_catalog.pg_sleep(3)');
+is($node->safe_psql('postgres', $workers), '0', 'no worker runs in binary-upgrade mode');
+# What pg_upgrade's restore does first in the new cluster.
+my ($ret, $stdout, $stderr) = $node->psql('template1', 'DROP DATABASE postgres');
+is($ret, 0, 'DROP DATABASE postgres succeeds in binary-upgrade mode');
+is($stderr, '', 'and reports nothing');
+system_or_bail('pg_ctl', '-w', '-D', $node->data_dir, '-m', 'fast', 'stop');
+
+done_testing();

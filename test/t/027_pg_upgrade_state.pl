@@ -1,0 +1,165 @@
+# pg_upgrade, and dump and restore, into a new data directory whose clock
+# is 1 h behind the old one's.  The extension's state outside the catalog
+# (snowflake.layout, snowflake.reservation) does not come along by itself.
+#
+# 1. pg_upgrade, from SNOWFLAKE_PG_UPGRADE_FROM (an older installation, set
+#    by test/run-tests.sh when it ran an older source-built version before
+#    this one) or else from this installation to itself:
+#    - pg_upgrade's binary-upgrade start marks the new data directory, not
+#      the old one;
+#    - without the state files carried, the new server refuses to start
+#      with SQLSTATE 55000 and says which files to copy;
+#    - with them carried and the clock 1 h back: the layout in force is
+#      kept, old IDs decode as before, and snowflake_nextval() fails with
+#      55000 after the bounded wait (max_drift 1 s), or, with max_drift
+#      2 h, issues IDs above every old one.  Never a lower ID.
+# 2. pg_dump and restore into a fresh cluster, its clock 1 h back, with the
+#    documented procedure: the old reservation replaces the new one if it
+#    is later.  New IDs lie above every old one.
+use strict;
+use warnings;
+use File::Copy;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use SnowflakeClock;
+
+my $conf = q(
+shared_preload_libraries = 'snowflake'
+snowflake.node_id = 1
+snowflake.max_drift = 1000
+snowflake.clock_wait_timeout = 1000
+timezone = 'UTC'
+);
+my $from = $ENV{SNOWFLAKE_PG_UPGRADE_FROM} // '';
+my @install = $from eq '' ? () : (install_path => $from);
+
+my $old = PostgreSQL::Test::Cluster->new('old', @install);
+my $new = PostgreSQL::Test::Cluster->new('new');
+note 'pg_upgrade from ' . ($from eq '' ? 'this installation' : $from);
+# PostgreSQL 18's initdb turns data checksums on, older ones off, and
+# pg_upgrade needs both alike.
+for my $n ($old, $new)
+{
+	$n->init(extra => ['--data-checksums']);
+	$n->append_conf('postgresql.conf', $conf);
+}
+$old->start;
+$old->safe_psql(
+	'postgres', q{
+CREATE EXTENSION snowflake;
+CREATE TABLE items (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), n int);
+INSERT INTO items (n) SELECT g FROM generate_series(1, 1000) AS g;
+});
+my $decode_query = q{SELECT id, snowflake_decode(id) FROM items
+	WHERE n IN (1, 500, 1000) ORDER BY n};
+my $decoded_before = $old->safe_psql('postgres', $decode_query);
+my $old_max = $old->safe_psql('postgres', 'SELECT max(id) FROM items');
+$old->stop;
+my $old_layout = slurp_file($old->data_dir . '/snowflake.layout');
+my $old_reservation = slurp_file($old->data_dir . '/snowflake.reservation');
+
+# pg_upgrade writes its reports into the current directory.
+chdir PostgreSQL::Test::Utils::tempdir;
+command_ok(
+	[
+		'pg_upgrade', '--no-sync',
+		'-d', $old->data_dir,
+		'-D', $new->data_dir,
+		'-b', $old->config_data('--bindir'),
+		'-B', $new->config_data('--bindir'),
+		'-s', $new->host,
+		'-p', $old->port,
+		'-P', $new->port,
+	],
+	'pg_upgrade with the extension preloaded in both clusters');
+ok(-f $new->data_dir . '/snowflake.upgraded',
+	'the binary-upgrade start marked the new data directory');
+ok(!-e $new->data_dir . '/snowflake.reservation',
+	'pg_upgrade did not carry the reservation');
+ok(!-e $old->data_dir . '/snowflake.upgraded', 'the old data directory is not marked');
+
+# --- the state files forgotten ----------------------------------------------
+my $log_offset = -s $new->logfile;
+ok(!SnowflakeClock::start($new, -3600, fail_ok => 1),
+	'without the old state files, the new server does not start');
+like(
+	slurp_file($new->logfile, $log_offset),
+	qr/FATAL:  this data directory was built by pg_upgrade, and snowflake's state files were not carried into it\n.*DETAIL:  Without the old data directory's snowflake.reservation, IDs could start below IDs that the old cluster issued.\n.*HINT:  Copy snowflake.layout and snowflake.reservation from the old data directory into "[^"]+", or see "Upgrading PostgreSQL" in the snowflake documentation./s,
+	'it says why, and which files to carry');
+ok(!-e $new->data_dir . '/snowflake.reservation',
+	'the refused start wrote no reservation');
+
+# --- carried, clock 1 h back, max_drift 1 s ------------------------------
+for my $file ('snowflake.layout', 'snowflake.reservation')
+{
+	copy($old->data_dir . "/$file", $new->data_dir . "/$file")
+	  or die "copying $file: $!";
+}
+SnowflakeClock::start($new, -3600);
+my ($offset, $uncertainty) = SnowflakeClock::server_offset($new);
+ok(abs($offset + 3600) < 1 + $uncertainty,
+	sprintf('the new server clock is 1 h back (%.3f s, +/- %.3f s)', $offset, $uncertainty));
+ok(!-e $new->data_dir . '/snowflake.upgraded', 'the marker is gone once the state came');
+is($new->safe_psql('postgres', $decode_query), $decoded_before,
+	'old IDs decode as before the upgrade');
+my ($stdout, $stderr);
+$new->psql(
+	'postgres', "\\set VERBOSITY verbose\nSELECT snowflake_nextval()",
+	stdout => \$stdout,
+	stderr => \$stderr);
+is($stdout, '', 'clock 1 h back, max_drift 1 s: no ID is issued');
+like($stderr, qr/ERROR:  55000: system clock is \d+ ms behind the next snowflake ID/,
+	'snowflake_nextval() fails with SQLSTATE 55000');
+$new->stop;
+is(slurp_file($new->data_dir . '/snowflake.layout'), $old_layout,
+	'the layout in force is the old one');
+
+# --- carried, clock 1 h back, max_drift 2 h ---------------------------------
+$new->append_conf('postgresql.conf', "snowflake.max_drift = '2h'\n");
+SnowflakeClock::start($new, -3600);
+$new->safe_psql('postgres',
+	'INSERT INTO items (n) SELECT g FROM generate_series(1001, 2000) AS g');
+cmp_ok($new->safe_psql('postgres', 'SELECT min(id) FROM items WHERE n > 1000'),
+	'>', $old_max, 'max_drift 2 h: every new ID lies above every old one');
+is($new->safe_psql('postgres',
+		'SELECT count(*), count(DISTINCT id), count(*) FILTER (WHERE (snowflake_decode(id)).node_id = 1) FROM items'),
+	'2000|2000|2000', 'no ID repeats, and all are node 1');
+is($new->safe_psql('postgres', $decode_query), $decoded_before,
+	'old IDs still decode as before');
+$new->stop;
+
+# --- dump and restore into a fresh cluster, clock 1 h back ------------------
+# The old cluster is intact (pg_upgrade copied its files) and starts again.
+$old->start;
+my $dump = PostgreSQL::Test::Utils::tempdir . '/items.dump';
+command_ok(
+	[ 'pg_dump', '-Fc', '-d', $old->connstr('postgres'), '-f', $dump ],
+	'pg_dump of the old cluster');
+$old->stop;
+$old_reservation = slurp_file($old->data_dir . '/snowflake.reservation');
+
+my $fresh = PostgreSQL::Test::Cluster->new('fresh');
+$fresh->init;
+$fresh->append_conf('postgresql.conf', $conf);
+SnowflakeClock::start($fresh, -3600);
+command_ok([ 'pg_restore', '-d', $fresh->connstr('postgres'), $dump ],
+	'pg_restore into a fresh cluster');
+$fresh->stop;
+# The documented procedure: the later of the two reservations.
+my $fresh_reservation = slurp_file($fresh->data_dir . '/snowflake.reservation');
+cmp_ok($fresh_reservation + 0, '<', $old_reservation + 0,
+	'the fresh cluster, 1 h back, reserved below the old IDs');
+copy($old->data_dir . '/snowflake.reservation', $fresh->data_dir . '/snowflake.reservation')
+  or die "copying the reservation: $!";
+$fresh->append_conf('postgresql.conf', "snowflake.max_drift = '2h'\n");
+SnowflakeClock::start($fresh, -3600);
+is($fresh->safe_psql('postgres', $decode_query), $decoded_before,
+	'restored IDs decode as before');
+$fresh->safe_psql('postgres',
+	'INSERT INTO items (n) SELECT g FROM generate_series(1001, 2000) AS g');
+cmp_ok($fresh->safe_psql('postgres', 'SELECT min(id) FROM items WHERE n > 1000'),
+	'>', $old_max, 'after the restore, every new ID lies above every old one');
+$fresh->stop;
+
+done_testing();
