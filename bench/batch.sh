@@ -28,6 +28,7 @@ RUNS=${BENCH_BATCH_RUNS:-41}
 . "$top/bench/lib.sh"
 bench_require_root
 
+bench_pg_version "${1:-}"
 "$top/test/install-deps.sh"
 export SNOWFLAKE_WORKDIR=/tmp/sf-bench-batch
 # shellcheck source=test/tester-env.sh

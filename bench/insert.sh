@@ -5,7 +5,10 @@
 # snowflake vs bigserial vs UUID") for what it measures, how, and how to
 # read it.
 #
-#   bash bench/insert.sh
+#   bash bench/insert.sh [VERSION]
+#
+# VERSION (or BENCH_PG_VERSION): the PostgreSQL major version, 15 (default),
+# 17 or 18 (source builds, see bench/lib.sh).
 #
 # Steps: installs the build dependencies (test/install-deps.sh) and, for the
 # plot, gnuplot-nox; copies the PostgreSQL installation to a temporary
@@ -21,6 +24,8 @@
 #        bigserial  bigserial (a sequence)
 #        uuidv4     uuid DEFAULT gen_random_uuid()
 #        uuidv7     uuid DEFAULT bench_uuidv7() (plain SQL, bench/sql/uuidv7.sql)
+#        uuidv7pg   uuid DEFAULT uuidv7() (built in from PostgreSQL 18; added
+#                   to the default keys there)
 #      at each client count, RUNS runs of about SECONDS each; the table is
 #      created anew and a CHECKPOINT taken before every run.  Per run: TPS,
 #      p99 and mean latency over the steady part of the run, from pgbench's
@@ -79,6 +84,7 @@ declare -A key_column=(
 	[bigserial]="id bigserial PRIMARY KEY"
 	[uuidv4]="id uuid PRIMARY KEY DEFAULT gen_random_uuid()"
 	[uuidv7]="id uuid PRIMARY KEY DEFAULT bench_uuidv7()"
+	[uuidv7pg]="id uuid PRIMARY KEY DEFAULT uuidv7()"
 )
 read -r -a keys <<<"$KEYS"
 read -r -a clients <<<"$CLIENTS"
@@ -90,6 +96,16 @@ for k in "${keys[@]}"; do
 done
 has_key() { [[ " ${keys[*]} " == *" $1 "* ]]; }
 
+bench_pg_version "${1:-}"
+if [ "$bench_version" -ge 18 ] && [ -z "${BENCH_INSERT_KEYS:-}" ]; then
+	keys+=(uuidv7pg)
+fi
+for k in "${keys[@]}"; do
+	if [ "$k" = uuidv7pg ] && [ "$bench_version" -lt 18 ]; then
+		echo "$0: uuidv7() is built in from PostgreSQL 18; this run is against $bench_version" >&2
+		exit 1
+	fi
+done
 "$top/test/install-deps.sh"
 if [ -n "$PLOT" ] && ! command -v gnuplot >/dev/null; then
 	note "installing gnuplot-nox for the plot"
@@ -346,6 +362,7 @@ label() {
 		bigserial) echo "bigserial" ;;
 		uuidv4) echo "uuid v4 (gen_random_uuid)" ;;
 		uuidv7) echo "uuid v7 (SQL function)" ;;
+		uuidv7pg) echo "uuid v7 (built-in uuidv7)" ;;
 	esac
 }
 ratio() { if has_key "$2"; then fmt "%.3f" "$(calc "$1 / $3")"; else echo "-"; fi; }

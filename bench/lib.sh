@@ -3,6 +3,7 @@
 # not run.  The sourcing script sets SNOWFLAKE_WORKDIR, sources
 # test/tester-env.sh and installs bench_cleanup as its EXIT trap; then:
 #
+#   bench_pg_version [VERSION]   the server version to run against
 #   bench_copy_postgres PREFIX   a private copy of PostgreSQL
 #   bench_build_with_noop TOP    build and install this tree and bench/noop
 #   bench_clusters_dir PREFIX    the directory of the throwaway clusters
@@ -36,8 +37,26 @@ bench_cleanup() {
 	rm -rf "$SNOWFLAKE_WORKDIR"
 }
 
-# A private copy of the PostgreSQL installation (programs, libraries, share
-# and include directories, at the same paths under PREFIX.XXXXXX):
+# The PostgreSQL major version the benchmarks run against: the script's
+# first argument, else BENCH_PG_VERSION, else 15 (Debian 12's server).
+# Other versions are the source builds of test/install-pg-versions.sh,
+# which test/install-deps.sh makes (and caches) when SNOWFLAKE_PG_VERSIONS
+# names them.
+bench_pg_version() {
+	bench_version=${1:-${BENCH_PG_VERSION:-15}}
+	case $bench_version in
+		15 | 17 | 18) ;;
+		*)
+			echo "$0: PostgreSQL $bench_version is not one the benchmarks run against (15, 17, 18)" >&2
+			exit 2
+			;;
+	esac
+	export SNOWFLAKE_PG_VERSIONS=$bench_version
+}
+
+# A private copy of the PostgreSQL installation of bench_version (for 15,
+# its programs, libraries, share and include directories, at the same
+# paths under PREFIX.XXXXXX; for a source build, its whole prefix):
 # everything the benchmark builds goes in there, so it neither replaces nor
 # is replaced by another checkout's "make install" on a shared machine.
 # PostgreSQL finds its directories relative to its programs, so the copy
@@ -48,11 +67,16 @@ bench_copy_postgres() {
 	local d sys_bindir
 	pg_priv=$(mktemp -d "$1.XXXXXX")
 	chmod 755 "$pg_priv"
-	sys_bindir=$(pg_config --bindir)
-	for d in "$(dirname "$sys_bindir")" "$(pg_config --sharedir)" "$(pg_config --includedir)"; do
-		(cd / && cp -a --parents "${d#/}" "$pg_priv")
-	done
-	export PG_CONFIG="$pg_priv$sys_bindir/pg_config"
+	if [ "${bench_version:-15}" = 15 ]; then
+		sys_bindir=$(pg_config --bindir)
+		for d in "$(dirname "$sys_bindir")" "$(pg_config --sharedir)" "$(pg_config --includedir)"; do
+			(cd / && cp -a --parents "${d#/}" "$pg_priv")
+		done
+		export PG_CONFIG="$pg_priv$sys_bindir/pg_config"
+	else
+		cp -a "$(readlink -f "${SNOWFLAKE_PG_CACHE:-/var/cache/snowflake-pg}/$bench_version")/pg" "$pg_priv/pg"
+		export PG_CONFIG="$pg_priv/pg/bin/pg_config"
+	fi
 	# shellcheck disable=SC2034  # read by as_tester (test/tester-env.sh)
 	PG_BINDIR=$("$PG_CONFIG" --bindir)
 	pkglibdir=$("$PG_CONFIG" --pkglibdir)

@@ -3,7 +3,13 @@
 # table measured in this run.  See docs/benchmarks.md for what each part
 # measures, how, and how to read it.
 #
-#   bash bench/run.sh
+#   bash bench/run.sh [VERSION]
+#
+# VERSION (or BENCH_PG_VERSION) is the PostgreSQL major version to run
+# against: 15 (default, Debian 12's server), 17 or 18 (built from Debian's
+# sources by test/install-pg-versions.sh, cached).  On 18, part 1 also
+# times the built-in uuidv7().  On 17 and 18 BENCH_BASE_COMMIT defaults to
+# empty: the base commit builds against 15 only.
 #
 # Steps: installs the build dependencies (test/install-deps.sh), copies the
 # PostgreSQL installation to a temporary directory (nothing below is
@@ -64,6 +70,11 @@ IDLE_CALLS=${BENCH_IDLE_CALLS:-3}
 . "$top/bench/lib.sh"
 bench_require_root
 
+bench_pg_version "${1:-}"
+# The base commit builds against 15 only (17 renamed what it uses).
+if [ "$bench_version" != 15 ] && [ -z "${BENCH_BASE_COMMIT+set}" ]; then
+	BASE_COMMIT=
+fi
 "$top/test/install-deps.sh"
 # Our own copy of the tree, apart from the test suite's.
 export SNOWFLAKE_WORKDIR=/tmp/sf-bench
@@ -208,6 +219,8 @@ percall_ms() { awk -F'|' -v e="$1" '$1 == e && $2 > 0 { print $3 }' "$clusters/p
 declare -A pc_ms pc_ns
 pc_exprs=("1" "snowflake_bench_noop()" "clock_timestamp()" "snowflake_nextval()"
 	"nextval('bench_seq')" "gen_random_uuid()")
+# PostgreSQL 18's built-in UUID v7 (bench_percall() times it there too).
+[ "$bench_version" -ge 18 ] && pc_exprs+=("uuidv7()")
 for e in "${pc_exprs[@]}"; do
 	pc_ms[$e]=$(percall_ms "$e")
 done

@@ -85,6 +85,10 @@ DECLARE
                           'snowflake_nextval()', 'nextval(''bench_seq'')',
                           'gen_random_uuid()'];
 BEGIN
+    -- PostgreSQL 18 has a built-in UUID v7.
+    IF current_setting('server_version_num')::int >= 180000 THEN
+        exprs := exprs || 'uuidv7()'::text;
+    END IF;
     FOR r IN 0..runs LOOP
         FOREACH expr IN ARRAY exprs LOOP
             run := r;
