@@ -2,7 +2,7 @@
 # Builds the PostgreSQL major versions named as arguments (17, 18) from
 # Debian's source packages, each into a prefix of its own, and caches them:
 #
-#   /var/cache/snowflake-pg/<source version>/pg   the installation
+#   /var/cache/snowflake-pg/<source version>.b<recipe>/pg   the installation
 #   /var/cache/snowflake-pg/<major>               a link to the version in use
 #
 # so PG_CONFIG=/var/cache/snowflake-pg/18/pg/bin/pg_config builds against 18.
@@ -42,14 +42,20 @@ done
 
 log() { echo "install-pg-versions: $*" >&2; }
 
+# The build recipe's revision: a change of the configure options below
+# makes a new cache entry rather than reuse a build made the old way.
+# 2: --with-openssl, so that gen_random_uuid() and uuidv7() draw their
+# randomness as Debian's servers do, not one /dev/urandom read per call.
+recipe=2
+
 # A version is cached once its installation is complete; the marker is
 # written last, so an interrupted build is redone.
-is_cached() { [ -f "$cache/$1/.complete" ]; }
+is_cached() { [ -f "$cache/$1.b$recipe/.complete" ]; }
 
 # The link makes a cached version the one used for its major version.
 use_version() {
 	local major=$1 version=$2
-	ln -sfn "$version" "$cache/$major"
+	ln -sfn "$version.b$recipe" "$cache/$major"
 	log "PostgreSQL $major: $cache/$major/pg ($version)"
 }
 
@@ -111,7 +117,7 @@ index_version() {
 
 # The build's own tools; the sources need nothing else on this machine.
 build_deps() {
-	local packages=(build-essential bison flex dpkg-dev perl libipc-run-perl zlib1g-dev pkg-config curl)
+	local packages=(build-essential bison flex dpkg-dev perl libipc-run-perl zlib1g-dev libssl-dev pkg-config curl)
 	local missing=() p
 	for p in "${packages[@]}"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -170,7 +176,7 @@ build_version() {
 	log "building PostgreSQL $version into $prefix (log: $dir/build.log)"
 	(
 		cd "$dir/src"
-		./configure --prefix="$prefix" --enable-tap-tests --without-icu --without-readline
+		./configure --prefix="$prefix" --enable-tap-tests --with-openssl --without-icu --without-readline
 		nice -n 10 make -j2
 		make install
 		nice -n 10 make -j2 -C contrib/pgstattuple
@@ -230,7 +236,7 @@ for major in "${majors[@]}"; do
 			found=$v
 			break
 		fi
-		dir=$cache/$v
+		dir=$cache/$v.b$recipe
 		mkdir -p "$dir"
 		if fetch_source "$package" "$v" "$dir" "$uri"; then
 			found=$v
