@@ -194,6 +194,15 @@ build_version() {
 	touch "$dir/.complete"
 }
 
+# The versions worth using for major version $1, in order: the one the
+# index of its suite names, if any, then the pinned one.
+candidate_versions() {
+	local major=$1 v
+	v=$(index_version "postgresql-$major" "${suite[$major]}")
+	[ -z "$v" ] || echo "$v"
+	[ "$v" = "${pinned[$major]}" ] || echo "${pinned[$major]}"
+}
+
 majors=("$@")
 mkdir -p "$cache"
 uri=
@@ -201,12 +210,8 @@ for major in "${majors[@]}"; do
 	package=postgresql-$major
 	# A cached build of the index's version or the pinned one is enough;
 	# the index is read as it stands, without a network round.
-	candidates=()
-	v=$(index_version "$package" "${suite[$major]}")
-	[ -n "$v" ] && candidates+=("$v")
-	[ "$v" != "${pinned[$major]}" ] && candidates+=("${pinned[$major]}")
 	found=
-	for v in "${candidates[@]}"; do
+	for v in $(candidate_versions "$major"); do
 		if is_cached "$v"; then
 			found=$v
 			break
@@ -226,10 +231,7 @@ for major in "${majors[@]}"; do
 	add_sources "$uri"
 	apt_update
 	build_deps
-	candidates=()
-	v=$(index_version "$package" "${suite[$major]}")
-	[ -n "$v" ] && candidates+=("$v")
-	[ "$v" != "${pinned[$major]}" ] && candidates+=("${pinned[$major]}")
+	mapfile -t candidates < <(candidate_versions "$major")
 	found=
 	for v in "${candidates[@]}"; do
 		if is_cached "$v"; then

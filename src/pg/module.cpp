@@ -9,8 +9,8 @@
  *
  * At server start it validates the settings, checks the layout against the
  * one the data directory last ran with, refuses a data directory that
- * pg_upgrade built without the old one's state files, registers its WAL resource manager
- * and background workers, and requests its shared memory.
+ * pg_upgrade built without the old one's state files, registers its WAL
+ * resource manager and background workers, and requests its shared memory.
  */
 extern "C"
 {

@@ -32,12 +32,10 @@ extern "C"
 #include "pg/reservation/upgrade_guard.hpp"
 
 static bool
-DataDirectoryFileExists(const char *name)
+FileExists(const char *path)
 {
-	char		path[MAXPGPATH];
 	struct stat st;
 
-	DataDirectoryFile(name, path);
 	if (stat(path, &st) == 0)
 		return true;
 	if (errno != ENOENT)
@@ -51,13 +49,19 @@ void
 GuardStateAcrossUpgrade(void)
 {
 	char		marker[MAXPGPATH];
-	bool		has_reservation = DataDirectoryFileExists(kReservationFileName);
+	char		reservation[MAXPGPATH];
+	char		layout[MAXPGPATH];
 
 	DataDirectoryFile(kUpgradeMarkerFileName, marker);
+	DataDirectoryFile(kReservationFileName, reservation);
+	DataDirectoryFile(kLayoutFileName, layout);
+
+	bool		marked = FileExists(marker);
+	bool		has_reservation = FileExists(reservation);
+
 	if (IsBinaryUpgrade)
 	{
-		if (has_reservation || DataDirectoryFileExists(kLayoutFileName) ||
-			DataDirectoryFileExists(kUpgradeMarkerFileName))
+		if (marked || has_reservation || FileExists(layout))
 			return;
 
 		/* The time of this start, for the operator who finds the file. */
@@ -71,7 +75,7 @@ GuardStateAcrossUpgrade(void)
 		return;
 	}
 
-	if (!DataDirectoryFileExists(kUpgradeMarkerFileName))
+	if (!marked)
 		return;
 	if (!has_reservation)
 		ereport(FATAL,
