@@ -31,12 +31,18 @@ sub start_node
 	$node->init;
 	# Two slots, so that slots are handed over between rounds.  With 10
 	# sequence bits a millisecond holds 1024 IDs, so a generating backend
-	# soon runs max_drift (1 s) ahead of the clock, on a slow machine too.
+	# soon runs ahead of the clock, on a slow machine too.  The reservation
+	# runs 15 s past the newest ID, so that after the crash restart it
+	# still lies ahead of the clock when the first session generates,
+	# however slow a loaded machine makes the restart (with 1 s it once did
+	# not); max_drift 20 s lets IDs continue above it at once.
 	$node->append_conf(
 		'postgresql.conf', qq(
 shared_preload_libraries = 'snowflake'
 snowflake.worker_bits = 1
 snowflake.sequence_bits = 10
+snowflake.reserve_ahead = 15000
+snowflake.max_drift = 20000
 restart_after_crash = on
 ));
 	$node->start;
