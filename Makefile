@@ -30,12 +30,12 @@ OBJS = $(CORE_OBJS) $(PG_OBJS)
 # the first release's, which the upgrade test starts from.
 FIRST_RELEASE = src/sql/snowflake--1.0.sql
 UPGRADE_CHAIN = src/sql/snowflake--1.0--1.1.sql src/sql/snowflake--1.1--1.2.sql \
-	src/sql/snowflake--1.2--1.3.sql
+	src/sql/snowflake--1.2--1.3.sql src/sql/snowflake--1.3--1.4.sql
 DATA_built = snowflake--$(EXTVERSION).sql
 DATA = $(FIRST_RELEASE) $(UPGRADE_CHAIN)
 EXTRA_CLEAN = test/unit/core_test test/unit/core_test_sanitize fence_probe.log $(OBJS:.o=.d) output_iso_one_slot/ tmp_check_iso_one_slot/
 
-REGRESS = api decode errors status upgrade convert privileges time_bounds batch
+REGRESS = api decode errors status upgrade convert privileges time_bounds batch leases
 # Inputs under test/: test/sql, test/specs and test/expected.
 REGRESS_OPTS = --inputdir=test --temp-instance=tmp_check_regress --temp-config=test/conf/regress.conf
 ISOLATION = slot_claims interleaved_nextval
@@ -116,6 +116,28 @@ test/unit/core_test_sanitize: test/unit/core_test.cpp $(CORE_SRCS) src/core/*.hp
 unittest-sanitize: test/unit/core_test_sanitize
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		test/unit/core_test_sanitize
+
+# The C++ reference client of worker-id leases (clients/cpp): a header-only
+# library and the command-line program the TAP tests drive, and the unit
+# tests of its pure part (snowflake_lease.hpp), which need neither a server
+# nor libpq.
+LEASE_CLIENT_HEADERS = clients/cpp/snowflake_lease.hpp clients/cpp/snowflake_lease_pq.hpp
+EXTRA_CLEAN += clients/cpp/lease_client test/unit/lease_client_test
+clients/cpp/lease_client: clients/cpp/lease_client.cpp $(LEASE_CLIENT_HEADERS)
+	$(CXX) -std=c++17 $(WARNINGS) -O2 -I$(shell $(PG_CONFIG) --includedir) -o $@ \
+		clients/cpp/lease_client.cpp -L$(shell $(PG_CONFIG) --libdir) \
+		-Wl,-rpath,$(shell $(PG_CONFIG) --libdir) -lpq -pthread
+
+lease-client: clients/cpp/lease_client
+
+test/unit/lease_client_test: test/unit/lease_client_test.cpp clients/cpp/snowflake_lease.hpp
+	$(CXX) -std=c++17 $(WARNINGS) -g -O1 -Iclients/cpp -o $@ test/unit/lease_client_test.cpp \
+		-lgtest -lgtest_main -pthread
+
+lease-client-test: test/unit/lease_client_test
+	test/unit/lease_client_test
+
+.PHONY: lease-client lease-client-test
 
 # Compiles test/unit/fence_probe.cpp (a core header, then postgres.h) as
 # the core is compiled, and succeeds only if that fails on postgres.h; a

@@ -7,10 +7,11 @@
  * any other way, it defines nothing, and every function reports how to
  * preload it.
  *
- * At server start it validates the settings, checks the layout against the
- * one the data directory last ran with, refuses a data directory that
- * pg_upgrade built without the old one's state files, registers its WAL
- * resource manager and background workers, and requests its shared memory.
+ * At server start it validates the settings, checks the layout and the
+ * lease space against the ones the data directory last ran with, refuses a
+ * data directory that pg_upgrade built without the old one's state files,
+ * registers its WAL resource manager and background workers, and requests
+ * its shared memory.
  */
 extern "C"
 {
@@ -23,6 +24,7 @@ extern "C"
 }
 
 #include "pg/layout/layout_file.hpp"
+#include "pg/leases/lease_space.hpp"
 #include "pg/registry/node_registry.hpp"
 #include "pg/reservation/reservation.hpp"
 #include "pg/reservation/reservation_wal.hpp"
@@ -79,6 +81,7 @@ _PG_init(void)
 		return;
 	DefineSettings();
 	CheckLayoutOfDataDirectory();
+	CheckLeaseSpaceOfDataDirectory();
 	GuardStateAcrossUpgrade();
 	RegisterReservationRmgr();
 

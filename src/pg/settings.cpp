@@ -109,8 +109,8 @@ IntSetting	int_settings[] = {
 	{"snowflake.worker_bits", gettext_noop("Bits of each ID that hold the worker id."),
 	 &worker_bits, 7, 0, 16, PGC_POSTMASTER, 0, nullptr},
 	{"snowflake.sequence_bits",
-	 gettext_noop("Bits of each ID that count IDs within one millisecond."),
-	 &sequence_bits, 12, 1, 24, PGC_POSTMASTER, 0, nullptr},
+	 gettext_noop("Bits of each ID that count IDs within one millisecond."), &sequence_bits,
+	 12, 1, 24, PGC_POSTMASTER, 0, nullptr},
 	{"snowflake.node_id", gettext_noop("Node id of this server, unique among primaries."),
 	 &g_settings.node_id, 0, 0, 65535, PGC_POSTMASTER, 0, nullptr},
 	{"snowflake.max_drift",
@@ -124,11 +124,26 @@ IntSetting	int_settings[] = {
 	{"snowflake.clock_wait_timeout",
 	 gettext_noop("How long a session waits for the clock to come within "
 				  "snowflake.max_drift of the next ID."),
-	 &g_settings.clock_wait_timeout_ms, 10000, 0, 3600000, PGC_USERSET, GUC_UNIT_MS, nullptr},
+	 &g_settings.clock_wait_timeout_ms, 10000, 0, 3600000, PGC_USERSET, GUC_UNIT_MS,
+	 nullptr},
 	{"snowflake.registry_interval",
 	 gettext_noop("How often this node heartbeats in snowflake_nodes and looks "
 				  "for another running instance with its node_id."),
-	 &g_settings.registry_interval_ms, 10000, 100, 3600000, PGC_SIGHUP, GUC_UNIT_MS, nullptr},
+	 &g_settings.registry_interval_ms, 10000, 100, 3600000, PGC_SIGHUP, GUC_UNIT_MS,
+	 nullptr},
+	{"snowflake.lease_workers",
+	 gettext_noop("How many worker ids, the highest ones, are leased to "
+				  "application-side generators instead of sessions."),
+	 &g_settings.lease_workers, 0, 0, 65535, PGC_POSTMASTER, 0, nullptr},
+	{"snowflake.lease_clock_tolerance",
+	 gettext_noop("How far a leasing client's clock may be from the database's."),
+	 &g_settings.lease_clock_tolerance_ms, 1000, 0, 3600000, PGC_SIGHUP, GUC_UNIT_MS,
+	 nullptr},
+	{"snowflake.lease_connection_window",
+	 gettext_noop("How far past its last renewal the holder of a connection-scoped "
+				  "lease may issue IDs."),
+	 &g_settings.lease_connection_window_ms, 10000, 1000, kMaxLeaseWindowMs, PGC_SIGHUP,
+	 GUC_UNIT_MS, nullptr},
 };
 
 const char *collision_policy_raw = nullptr;
@@ -269,5 +284,12 @@ DefineSettings(void)
 							  g_settings.node_id, node_bits),
 					   errdetail("With %d node bits, node ids run from 0 to %u.", node_bits,
 								 layout.MaxNodeId()));
+	if (static_cast<uint32_t>(g_settings.lease_workers) > layout.MaxWorkerId())
+		REFUSE_SETTING(
+			errmsg("snowflake.lease_workers %d leaves no worker id to sessions",
+				   g_settings.lease_workers),
+			errdetail("With %d worker bits there are %u worker ids; at least one must stay "
+					  "for snowflake_nextval().",
+					  worker_bits, layout.MaxWorkerId() + 1));
 	g_settings.layout = layout;
 }

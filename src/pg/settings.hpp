@@ -40,9 +40,32 @@ struct Settings
 	int			registry_interval_ms;	/* changeable on reload */
 	int			on_node_collision;	/* a NodeCollisionPolicy; on reload */
 	int			clock_wait_timeout_ms;	/* changeable per session */
+
+	/*
+	 * Worker-id leases (src/pg/leases/): the top lease_workers worker ids
+	 * are leased to application-side generators, never attached to by
+	 * sessions.  The other two are changeable on reload.
+	 */
+	int			lease_workers;
+	int			lease_clock_tolerance_ms;
+	int			lease_connection_window_ms;
 };
 
+/* The longest a lease may run ahead of its last renewal (its ttl or window): 24 h. */
+constexpr int kMaxLeaseWindowMs = 86400000;
+
 extern Settings g_settings;
+
+/*
+ * The worker ids sessions attach to: 0 to SessionWorkerIds() - 1.  The
+ * lease space follows, up to the layout's largest worker id.
+ */
+inline uint32
+SessionWorkerIds(void)
+{
+	return g_settings.layout.MaxWorkerId() + 1 -
+		static_cast<uint32>(g_settings.lease_workers);
+}
 
 /* The wall clock in ms since the running layout's epoch. */
 inline int64_t

@@ -33,7 +33,8 @@ static shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
 static uint32
 SlotCount(void)
 {
-	return g_settings.layout.MaxWorkerId() + 1;
+	/* The lease space (snowflake.lease_workers) above them has no slots. */
+	return SessionWorkerIds();
 }
 
 /* Where the attachments start: after the slots, on a cache line. */

@@ -69,14 +69,42 @@ SELECT * FROM snowflake_nodes;
 INSERT INTO snowflake_layout (first_id, epoch, node_bits, worker_bits, sequence_bits)
     VALUES (1, now(), 3, 7, 12);
 DELETE FROM snowflake_nodes;
+-- Leasing worker ids is granted explicitly, never to PUBLIC; nor does
+-- PUBLIC read the leases or their table.
+SELECT * FROM snowflake_lease_worker('regress', interval '1 minute');
+SELECT * FROM snowflake_renew_lease(1, NULL);
+SELECT snowflake_release_lease(1, NULL);
+SELECT * FROM snowflake_leases;
+SELECT * FROM snowflake_worker_leases;
+UPDATE snowflake_worker_leases SET not_before_ms = 0;
 \set VERBOSITY default
 RESET ROLE;
+
+-- A role granted the three lease functions leases, renews and releases;
+-- it still cannot write the table other than through them.
+GRANT EXECUTE ON FUNCTION snowflake_lease_worker(text, interval, timestamptz),
+                          snowflake_renew_lease(bigint, bigint, timestamptz),
+                          snowflake_release_lease(bigint, bigint)
+   TO regress_snowflake_user;
+SET ROLE regress_snowflake_user;
+SELECT token AS granted_token FROM snowflake_lease_worker('regress', interval '1 minute') \gset
+SELECT expires_at IS NOT NULL AS renewed FROM snowflake_renew_lease(:granted_token, NULL);
+SELECT snowflake_release_lease(:granted_token, NULL) AS released;
+\set VERBOSITY sqlstate
+DELETE FROM snowflake_worker_leases;
+\set VERBOSITY default
+RESET ROLE;
+REVOKE EXECUTE ON FUNCTION snowflake_lease_worker(text, interval, timestamptz),
+                           snowflake_renew_lease(bigint, bigint, timestamptz),
+                           snowflake_release_lease(bigint, bigint)
+   FROM regress_snowflake_user;
 
 -- Monitoring roles see all of the registry.
 SET ROLE regress_snowflake_monitor;
 SELECT count(host) >= 0 AND count(data_directory) >= 0
        AND count(system_identifier) >= 0 AS monitor_reads_all
   FROM snowflake_nodes;
+SELECT count(*) >= 0 AS monitor_reads_leases FROM snowflake_leases;
 RESET ROLE;
 
 DROP ROLE regress_snowflake_user;

@@ -56,6 +56,10 @@ SELECT p.proconfig AS convert_column_1_3
   FROM pg_proc AS p
  WHERE p.oid = 'snowflake_convert_column'::regproc;
 
+ALTER EXTENSION snowflake UPDATE TO '1.4';
+SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
+SELECT object FROM extension_objects ORDER BY 1;
+
 -- The upgraded extension matches a fresh install of the default version.
 CREATE TEMP TABLE upgraded AS SELECT * FROM extension_functions;
 CREATE TEMP TABLE upgraded_objects AS SELECT * FROM extension_objects;

@@ -34,6 +34,7 @@ extern "C"
 #include "pg/clock.hpp"
 #include "pg/durable_file.hpp"
 #include "pg/layout/layout_file.hpp"
+#include "pg/leases/lease_space.hpp"
 #include "pg/reservation/reservation.hpp"
 #include "pg/reservation/reservation_wal.hpp"
 #include "pg/settings.hpp"
@@ -185,6 +186,7 @@ FixFloorLocked(SharedState *state)
 	}
 
 	RecordLayoutOfDataDirectory();
+	RecordLeaseSpaceOfDataDirectory();
 	if (!state->reservation_known)
 	{
 		/* Not a record: snowflake_status() still shows none before the first. */

@@ -1,0 +1,481 @@
+/* snowflake--1.3--1.4.sql: worker-id leases for application-side generators */
+
+\echo Use "ALTER EXTENSION snowflake UPDATE TO '1.4'" to load this file. \quit
+
+-- An application instance that makes its own Snowflake IDs leases a worker
+-- id of this node's lease space (the top snowflake.lease_workers ids) and
+-- issues IDs whose timestamps lie strictly between the lease's not_before
+-- and not_after.  Consecutive holders of one worker id get windows that do
+-- not overlap, whatever their clocks say, because the next holder's
+-- not_before is at least
+--   - the last timestamp the previous holder reported (renew or release),
+--   - the previous not_after - 1, unless the holder released the lease
+--     (a TTL lease that expired, or a connection that vanished: either may
+--     have issued IDs up to there),
+--   - the previous not_before,
+--   - this run's generation floor - 1 (a worker id that sessions used
+--     before this start, when the lease space grew).
+-- See docs/leases.md.
+--
+-- The lease functions run as the extension's owner (SECURITY DEFINER)
+-- under search_path = pg_catalog, pg_temp: built-in functions and
+-- operators resolve in pg_catalog only (pg_temp is never searched for
+-- them), and the extension's own objects are named with their schema.
+-- Every change is serialised by one advisory lock (class "leas", key the
+-- node id) taken for the transaction, with a bounded wait.
+
+CREATE FUNCTION snowflake_lease_context(caller text,
+                                        OUT node_id integer,
+                                        OUT first_worker_id integer,
+                                        OUT lease_workers integer,
+                                        OUT sessions_floor timestamptz,
+                                        OUT instance_id uuid,
+                                        OUT clock_tolerance_ms integer,
+                                        OUT connection_window_ms integer,
+                                        OUT lease_database text,
+                                        OUT epoch timestamptz,
+                                        OUT timestamp_bits integer,
+                                        OUT node_bits integer,
+                                        OUT worker_bits integer,
+                                        OUT sequence_bits integer)
+RETURNS record
+AS 'MODULE_PATHNAME', 'snowflake_lease_context'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+REVOKE ALL ON FUNCTION snowflake_lease_context(text) FROM PUBLIC;
+
+COMMENT ON FUNCTION snowflake_lease_context(text) IS
+    'Internal: refuses an unsafe lease call and returns what the lease functions need from the server';
+
+-- One row per worker id of a node's lease space that was ever leased.  The
+-- row outlives its leases: it carries the worker id's history (the last
+-- not_before, not_after and reported timestamp) to the next holder.
+CREATE TABLE snowflake_worker_leases (
+    node_id           integer NOT NULL,
+    worker_id         integer NOT NULL,
+    token             bigint NOT NULL,    -- of the last grant; grows per node
+    holder            text NOT NULL,      -- as the client described itself
+    holder_role       name NOT NULL,      -- session_user of the grant
+    client_addr       inet,               -- of the leasing connection
+    application_name  text,               -- of the leasing connection
+    backend_pid       integer,            -- connection-scoped: the holding connection ...
+    backend_start     timestamptz,        -- ... when it started ...
+    instance_id       uuid,               -- ... and in which run of the server
+    ttl               interval,           -- NULL: connection-scoped
+    granted_at        timestamptz NOT NULL,
+    renewed_at        timestamptz NOT NULL,
+    not_before_ms     bigint NOT NULL,    -- Unix ms: the holder's IDs lie above ...
+    not_after_ms      bigint NOT NULL,    -- ... and below
+    last_timestamp_ms bigint,             -- the last reported, Unix ms; NULL: none
+    released_at       timestamptz,
+    PRIMARY KEY (node_id, worker_id),
+    UNIQUE (node_id, token)
+);
+
+-- pg_dump carries the history, so a restored cluster hands out no window
+-- that overlaps one already used.
+SELECT pg_catalog.pg_extension_config_dump('snowflake_worker_leases', '');
+
+COMMENT ON TABLE snowflake_worker_leases IS
+    'Worker ids leased to application-side generators, one row per worker id ever leased; read snowflake_leases';
+
+-- Whether the connection that holds a connection-scoped lease still runs:
+-- the same pid, started at the same moment, in this run of the server.
+-- SECURITY DEFINER because pg_stat_activity shows backend_start only to
+-- the session's own role and to pg_read_all_stats.
+CREATE FUNCTION snowflake_lease_connection_alive(pid integer, started timestamptz,
+                                                 instance uuid)
+RETURNS boolean
+LANGUAGE sql STABLE STRICT PARALLEL RESTRICTED SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT instance = (SELECT s.instance_id FROM @extschema@.snowflake_status() AS s)
+       AND EXISTS (SELECT 1 FROM pg_stat_get_activity(pid) AS a
+                    WHERE a.backend_start = started)
+$$;
+
+COMMENT ON FUNCTION snowflake_lease_connection_alive(integer, timestamptz, uuid) IS
+    'Internal: whether the connection holding a connection-scoped lease still runs';
+
+-- Unix milliseconds to timestamptz, exactly.
+CREATE FUNCTION snowflake_lease_time(unix_ms bigint)
+RETURNS timestamptz
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT to_timestamp(unix_ms / 1000.0) $$;
+
+COMMENT ON FUNCTION snowflake_lease_time(bigint) IS
+    'Internal: converts Unix milliseconds to timestamptz';
+
+-- The clock checks of a lease and a renewal: the client's clock against the
+-- database's, and against the last timestamp the worker id's previous
+-- holder reported (a new holder with a clock behind it would have to wait).
+CREATE FUNCTION snowflake_lease_check_clock(client_time timestamptz, db_now_ms bigint,
+                                            reported_ms bigint, tolerance_ms integer)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    client_ms bigint;
+BEGIN
+    IF client_time IS NULL THEN
+        RETURN;
+    END IF;
+    client_ms := floor(extract(epoch FROM client_time) * 1000)::bigint;
+    IF client_ms < db_now_ms - tolerance_ms THEN
+        RAISE EXCEPTION 'the client''s clock is behind the database''s by more than % ms', tolerance_ms
+              USING ERRCODE = 'invalid_parameter_value',
+                    DETAIL = format('The client reported %s, %s ms before the database''s clock.',
+                                    client_time, db_now_ms - client_ms),
+                    HINT = 'Synchronise the client''s clock (NTP), or raise snowflake.lease_clock_tolerance.';
+    ELSIF client_ms > db_now_ms + tolerance_ms THEN
+        RAISE EXCEPTION 'the client''s clock is ahead of the database''s by more than % ms', tolerance_ms
+              USING ERRCODE = 'invalid_parameter_value',
+                    DETAIL = format('The client reported %s, %s ms after the database''s clock.',
+                                    client_time, client_ms - db_now_ms),
+                    HINT = 'Synchronise the client''s clock (NTP), or raise snowflake.lease_clock_tolerance.';
+    ELSIF client_ms < reported_ms - tolerance_ms THEN
+        RAISE EXCEPTION 'the client''s clock is behind the last timestamp of the worker id''s previous holder by more than % ms',
+                        tolerance_ms
+              USING ERRCODE = 'invalid_parameter_value',
+                    DETAIL = format('The client reported %s; the previous holder reported an ID of %s.',
+                                    client_time, @extschema@.snowflake_lease_time(reported_ms)),
+                    HINT = 'Synchronise the client''s clock (NTP), then lease again.';
+    END IF;
+END
+$$;
+
+REVOKE ALL ON FUNCTION snowflake_lease_check_clock(timestamptz, bigint, bigint, integer) FROM PUBLIC;
+
+COMMENT ON FUNCTION snowflake_lease_check_clock(timestamptz, bigint, bigint, integer) IS
+    'Internal: refuses a client whose clock is too far from the database''s or behind a worker id''s last timestamp';
+
+-- The timestamp of a reported ID, checked against the lease it was issued
+-- under: the lease's node and worker id, strictly inside its window.
+CREATE FUNCTION snowflake_lease_reported_ms(lease @extschema@.snowflake_worker_leases,
+                                            last_id bigint)
+RETURNS bigint
+LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    d record;
+    ms bigint;
+BEGIN
+    IF last_id IS NULL THEN
+        RETURN NULL;
+    END IF;
+    IF last_id < 0 THEN
+        RAISE EXCEPTION 'snowflake ID % is out of range', last_id
+              USING ERRCODE = 'numeric_value_out_of_range';
+    END IF;
+    SELECT * INTO d FROM @extschema@.snowflake_decode(last_id);
+    IF d.node_id <> lease.node_id OR d.worker_id <> lease.worker_id THEN
+        RAISE EXCEPTION 'snowflake ID % was not issued under lease %', last_id, lease.token
+              USING ERRCODE = 'invalid_parameter_value',
+                    DETAIL = format('It carries node id %s and worker id %s; the lease is worker id %s of node %s.',
+                                    d.node_id, d.worker_id, lease.worker_id, lease.node_id);
+    END IF;
+    ms := floor(extract(epoch FROM d.ts) * 1000)::bigint;
+    IF ms <= lease.not_before_ms OR ms >= lease.not_after_ms THEN
+        RAISE EXCEPTION 'snowflake ID % lies outside the window of lease %', last_id, lease.token
+              USING ERRCODE = 'invalid_parameter_value',
+                    DETAIL = format('Its timestamp is %s; the lease''s IDs lie after %s and before %s.',
+                                    d.ts, @extschema@.snowflake_lease_time(lease.not_before_ms),
+                                    @extschema@.snowflake_lease_time(lease.not_after_ms));
+    END IF;
+    RETURN ms;
+END
+$$;
+
+REVOKE ALL ON FUNCTION snowflake_lease_reported_ms(snowflake_worker_leases, bigint) FROM PUBLIC;
+
+COMMENT ON FUNCTION snowflake_lease_reported_ms(snowflake_worker_leases, bigint) IS
+    'Internal: the timestamp of an ID reported for a lease, which must lie in the lease''s window';
+
+-- The lease a renewal or release names: held by this node, by the calling
+-- role, and for a connection-scoped lease by this connection.
+CREATE FUNCTION snowflake_lease_held(token bigint, node integer, caller text)
+RETURNS @extschema@.snowflake_worker_leases
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    lease @extschema@.snowflake_worker_leases;
+BEGIN
+    SELECT * INTO lease FROM @extschema@.snowflake_worker_leases AS l
+     WHERE l.node_id = node AND l.token = snowflake_lease_held.token
+       FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'snowflake lease % is not held', token
+              USING ERRCODE = 'object_not_in_prerequisite_state',
+                    DETAIL = format('Node %s holds no lease with this token: the lease expired or its connection ended, and its worker id was leased again, or the token was never granted here.',
+                                    node),
+                    HINT = 'Stop issuing IDs under this lease, and lease a worker id again.';
+    END IF;
+    IF lease.holder_role <> session_user
+       AND NOT (SELECT r.rolsuper FROM pg_roles AS r WHERE r.rolname = session_user) THEN
+        RAISE EXCEPTION 'snowflake lease % belongs to role "%"', token, lease.holder_role
+              USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF lease.ttl IS NULL
+       AND NOT (lease.backend_pid = pg_backend_pid()
+                AND coalesce(@extschema@.snowflake_lease_connection_alive(lease.backend_pid, lease.backend_start,
+                                                                          lease.instance_id), false))
+       AND lease.released_at IS NULL THEN
+        RAISE EXCEPTION 'snowflake lease % belongs to another connection', token
+              USING ERRCODE = 'object_not_in_prerequisite_state',
+                    DETAIL = 'A connection-scoped lease is held by the connection that took it, and ends with it.',
+                    HINT = format('Call %s on that connection.', caller);
+    END IF;
+    RETURN lease;
+END
+$$;
+
+REVOKE ALL ON FUNCTION snowflake_lease_held(bigint, integer, text) FROM PUBLIC;
+
+COMMENT ON FUNCTION snowflake_lease_held(bigint, integer, text) IS
+    'Internal: the lease a token names, if the caller holds it';
+
+CREATE FUNCTION snowflake_lease_worker(holder text,
+                                       ttl interval DEFAULT NULL,
+                                       client_time timestamptz DEFAULT NULL,
+                                       OUT worker_id integer,
+                                       OUT node_id integer,
+                                       OUT token bigint,
+                                       OUT not_before timestamptz,
+                                       OUT not_after timestamptz,
+                                       OUT expires_at timestamptz,
+                                       OUT granted_at timestamptz,
+                                       OUT renew_interval interval,
+                                       OUT epoch timestamptz,
+                                       OUT timestamp_bits integer,
+                                       OUT node_bits integer,
+                                       OUT worker_bits integer,
+                                       OUT sequence_bits integer)
+RETURNS record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '10s'
+AS $$
+DECLARE
+    ctx record;
+    chosen record;
+    now_ms bigint;
+    window_ms bigint;
+    nb_ms bigint;
+    next_free timestamptz;
+BEGIN
+    ctx := @extschema@.snowflake_lease_context('snowflake_lease_worker()');
+    IF holder IS NULL OR holder = '' THEN
+        RAISE EXCEPTION 'snowflake_lease_worker() needs a holder'
+              USING ERRCODE = 'invalid_parameter_value',
+                    HINT = 'Describe the instance that leases, such as its host, process id and name.';
+    END IF;
+    IF ttl IS NOT NULL AND (ttl < interval '1 second' OR ttl > interval '24 hours') THEN
+        RAISE EXCEPTION 'a snowflake lease''s ttl must lie between 1 second and 24 hours, not %', ttl
+              USING ERRCODE = 'invalid_parameter_value',
+                    HINT = 'Pass NULL for a lease held as long as the connection.';
+    END IF;
+    IF ctx.lease_workers = 0 THEN
+        RAISE EXCEPTION 'no snowflake worker ids are set aside for leases'
+              USING ERRCODE = 'object_not_in_prerequisite_state',
+                    HINT = 'Set snowflake.lease_workers in postgresql.conf and restart the server.';
+    END IF;
+    PERFORM pg_advisory_xact_lock(1818583411, ctx.node_id);    -- "leas"
+
+    now_ms := floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+    -- The free worker id released (or ended) longest ago; never leased first.
+    SELECT w.id AS worker_id, l.*,
+           coalesce(floor(extract(epoch FROM l.released_at) * 1000)::bigint,
+                    l.not_after_ms) AS free_since_ms
+      INTO chosen
+      FROM generate_series(ctx.first_worker_id,
+                           ctx.first_worker_id + ctx.lease_workers - 1) AS w(id)
+           LEFT JOIN @extschema@.snowflake_worker_leases AS l
+             ON l.node_id = ctx.node_id AND l.worker_id = w.id
+     WHERE l.worker_id IS NULL
+        OR l.released_at IS NOT NULL
+        OR (l.ttl IS NOT NULL AND l.not_after_ms <= now_ms)
+        OR (l.ttl IS NULL
+            AND NOT coalesce(@extschema@.snowflake_lease_connection_alive(l.backend_pid, l.backend_start,
+                                                                          l.instance_id), false))
+     ORDER BY free_since_ms NULLS FIRST, w.id
+     LIMIT 1;
+    IF NOT FOUND THEN
+        SELECT min(@extschema@.snowflake_lease_time(l.not_after_ms)) INTO next_free
+          FROM @extschema@.snowflake_worker_leases AS l
+         WHERE l.node_id = ctx.node_id AND l.ttl IS NOT NULL
+           AND l.worker_id >= ctx.first_worker_id;
+        RAISE EXCEPTION 'all % snowflake worker ids set aside for leases are leased', ctx.lease_workers
+              USING ERRCODE = 'configuration_limit_exceeded',
+                    DETAIL = format('snowflake.lease_workers is %s on node %s; %s', ctx.lease_workers, ctx.node_id,
+                                    CASE WHEN next_free IS NULL
+                                         THEN 'every lease is held by a connection.'
+                                         ELSE format('the first time-scoped lease runs out at %s unless renewed.',
+                                                     next_free) END),
+                    HINT = 'Release leases that are no longer used, or raise snowflake.lease_workers and restart the server.';
+    END IF;
+
+    PERFORM @extschema@.snowflake_lease_check_clock(client_time, now_ms, chosen.last_timestamp_ms,
+                                                    ctx.clock_tolerance_ms);
+
+    nb_ms := greatest(floor(extract(epoch FROM ctx.sessions_floor) * 1000)::bigint,
+                      chosen.not_before_ms,
+                      chosen.last_timestamp_ms,
+                      CASE WHEN chosen.released_at IS NULL THEN chosen.not_after_ms - 1 END);
+    window_ms := coalesce(floor(extract(epoch FROM ttl) * 1000)::bigint, ctx.connection_window_ms);
+
+    INSERT INTO @extschema@.snowflake_worker_leases AS l
+           (node_id, worker_id, token, holder, holder_role, client_addr, application_name,
+            backend_pid, backend_start, instance_id, ttl, granted_at, renewed_at,
+            not_before_ms, not_after_ms, last_timestamp_ms, released_at)
+    SELECT ctx.node_id, chosen.worker_id,
+           coalesce((SELECT max(o.token) FROM @extschema@.snowflake_worker_leases AS o
+                      WHERE o.node_id = ctx.node_id), 0) + 1,
+           holder, session_user, inet_client_addr(), current_setting('application_name'),
+           CASE WHEN ttl IS NULL THEN pg_backend_pid() END,
+           CASE WHEN ttl IS NULL THEN (SELECT a.backend_start
+                                         FROM pg_stat_get_activity(pg_backend_pid()) AS a) END,
+           CASE WHEN ttl IS NULL THEN ctx.instance_id END,
+           ttl, clock_timestamp(), clock_timestamp(), nb_ms,
+           greatest(now_ms, nb_ms) + window_ms, NULL, NULL
+    ON CONFLICT ON CONSTRAINT snowflake_worker_leases_pkey DO UPDATE
+       SET token = excluded.token, holder = excluded.holder, holder_role = excluded.holder_role,
+           client_addr = excluded.client_addr, application_name = excluded.application_name,
+           backend_pid = excluded.backend_pid, backend_start = excluded.backend_start,
+           instance_id = excluded.instance_id, ttl = excluded.ttl,
+           granted_at = excluded.granted_at, renewed_at = excluded.renewed_at,
+           not_before_ms = excluded.not_before_ms, not_after_ms = excluded.not_after_ms,
+           last_timestamp_ms = NULL, released_at = NULL
+    RETURNING l.worker_id, l.node_id, l.token, @extschema@.snowflake_lease_time(l.not_before_ms),
+              @extschema@.snowflake_lease_time(l.not_after_ms),
+              CASE WHEN l.ttl IS NOT NULL THEN @extschema@.snowflake_lease_time(l.not_after_ms) END,
+              l.granted_at
+         INTO worker_id, node_id, token, not_before, not_after, expires_at, granted_at;
+
+    renew_interval := (window_ms / 3) * interval '1 millisecond';
+    epoch := ctx.epoch;
+    timestamp_bits := ctx.timestamp_bits;
+    node_bits := ctx.node_bits;
+    worker_bits := ctx.worker_bits;
+    sequence_bits := ctx.sequence_bits;
+END
+$$;
+
+REVOKE ALL ON FUNCTION snowflake_lease_worker(text, interval, timestamptz) FROM PUBLIC;
+
+COMMENT ON FUNCTION snowflake_lease_worker(text, interval, timestamptz) IS
+    'Leases a worker id to an application-side generator, for the connection''s life (ttl NULL) or for ttl';
+
+CREATE FUNCTION snowflake_renew_lease(token bigint,
+                                      last_id bigint,
+                                      client_time timestamptz DEFAULT NULL,
+                                      OUT not_after timestamptz,
+                                      OUT expires_at timestamptz,
+                                      OUT renewed_at timestamptz)
+RETURNS record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '10s'
+AS $$
+DECLARE
+    ctx record;
+    lease @extschema@.snowflake_worker_leases;
+    reported_ms bigint;
+    now_ms bigint;
+BEGIN
+    ctx := @extschema@.snowflake_lease_context('snowflake_renew_lease()');
+    PERFORM pg_advisory_xact_lock(1818583411, ctx.node_id);
+    lease := @extschema@.snowflake_lease_held(token, ctx.node_id, 'snowflake_renew_lease()');
+    IF lease.released_at IS NOT NULL THEN
+        RAISE EXCEPTION 'snowflake lease % was released', token
+              USING ERRCODE = 'object_not_in_prerequisite_state',
+                    HINT = 'Lease a worker id again.';
+    END IF;
+    reported_ms := @extschema@.snowflake_lease_reported_ms(lease, last_id);
+    now_ms := floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+    PERFORM @extschema@.snowflake_lease_check_clock(client_time, now_ms, NULL, ctx.clock_tolerance_ms);
+
+    UPDATE @extschema@.snowflake_worker_leases AS l
+       SET renewed_at = clock_timestamp(),
+           not_after_ms = greatest(l.not_after_ms,
+                                   now_ms + coalesce(floor(extract(epoch FROM l.ttl) * 1000)::bigint,
+                                                     ctx.connection_window_ms)),
+           last_timestamp_ms = greatest(l.last_timestamp_ms, reported_ms)
+     WHERE l.node_id = lease.node_id AND l.worker_id = lease.worker_id
+    RETURNING @extschema@.snowflake_lease_time(l.not_after_ms),
+              CASE WHEN l.ttl IS NOT NULL THEN @extschema@.snowflake_lease_time(l.not_after_ms) END,
+              l.renewed_at
+         INTO not_after, expires_at, renewed_at;
+END
+$$;
+
+REVOKE ALL ON FUNCTION snowflake_renew_lease(bigint, bigint, timestamptz) FROM PUBLIC;
+
+COMMENT ON FUNCTION snowflake_renew_lease(bigint, bigint, timestamptz) IS
+    'Extends a worker-id lease and records the last ID its holder issued';
+
+CREATE FUNCTION snowflake_release_lease(token bigint, last_id bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '10s'
+AS $$
+DECLARE
+    ctx record;
+    lease @extschema@.snowflake_worker_leases;
+    reported_ms bigint;
+BEGIN
+    ctx := @extschema@.snowflake_lease_context('snowflake_release_lease()');
+    PERFORM pg_advisory_xact_lock(1818583411, ctx.node_id);
+    lease := @extschema@.snowflake_lease_held(token, ctx.node_id, 'snowflake_release_lease()');
+    IF lease.released_at IS NOT NULL THEN
+        RETURN false;
+    END IF;
+    reported_ms := @extschema@.snowflake_lease_reported_ms(lease, last_id);
+    UPDATE @extschema@.snowflake_worker_leases AS l
+       SET released_at = clock_timestamp(),
+           last_timestamp_ms = greatest(l.last_timestamp_ms, reported_ms)
+     WHERE l.node_id = lease.node_id AND l.worker_id = lease.worker_id;
+    RETURN true;
+END
+$$;
+
+REVOKE ALL ON FUNCTION snowflake_release_lease(bigint, bigint) FROM PUBLIC;
+
+COMMENT ON FUNCTION snowflake_release_lease(bigint, bigint) IS
+    'Ends a worker-id lease at once, recording the last ID its holder issued';
+
+-- The leases, one row per worker id ever leased.  state is that of this
+-- node's rows; rows another node replicated here show NULL.
+CREATE VIEW snowflake_leases AS
+SELECT l.node_id, l.worker_id, l.token,
+       CASE WHEN l.node_id <> s.node_id THEN NULL
+            WHEN l.released_at IS NOT NULL THEN 'released'
+            WHEN l.ttl IS NULL THEN
+                 CASE WHEN coalesce(@extschema@.snowflake_lease_connection_alive(l.backend_pid, l.backend_start,
+                                                                                 l.instance_id), false)
+                      THEN 'held' ELSE 'disconnected' END
+            WHEN l.not_after_ms > floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint THEN 'held'
+            ELSE 'expired' END AS state,
+       l.holder, l.holder_role, l.client_addr, l.application_name, l.backend_pid,
+       l.ttl, l.granted_at AS since, l.renewed_at,
+       CASE WHEN l.ttl IS NOT NULL THEN @extschema@.snowflake_lease_time(l.not_after_ms) END AS expires_at,
+       @extschema@.snowflake_lease_time(l.not_before_ms) AS not_before,
+       @extschema@.snowflake_lease_time(l.not_after_ms) AS not_after,
+       @extschema@.snowflake_lease_time(l.last_timestamp_ms) AS last_timestamp,
+       l.released_at
+  FROM @extschema@.snowflake_worker_leases AS l,
+       LATERAL (SELECT st.node_id FROM @extschema@.snowflake_status() AS st) AS s;
+
+COMMENT ON VIEW snowflake_leases IS
+    'Worker ids leased to application-side generators: holder, state, window and last reported timestamp';
+
+-- Who may lease is granted explicitly (see "Privileges" in the README);
+-- the view names hosts and processes, as pg_stat_activity does for
+-- monitoring roles.
+REVOKE ALL ON snowflake_worker_leases FROM PUBLIC;
+REVOKE ALL ON snowflake_leases FROM PUBLIC;
+GRANT SELECT ON snowflake_leases TO pg_monitor;

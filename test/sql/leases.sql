@@ -1,0 +1,164 @@
+--
+-- Worker-id leases: grants, windows, the next holder's not_before, renewals,
+-- releases, and the refusals with their SQLSTATEs.  The instance runs with
+-- snowflake.lease_workers = 4 (test/conf/regress.conf): worker ids 124 to
+-- 127 are leased, sessions attach to 0 to 123.
+--
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS snowflake;
+RESET client_min_messages;
+\set SHOW_CONTEXT never
+
+SELECT slots_total FROM snowflake_status();
+SELECT name, setting, unit, context
+  FROM pg_settings
+ WHERE name LIKE 'snowflake.lease%'
+ ORDER BY name;
+
+-- A time-scoped lease: the lowest never-leased worker id, a window from
+-- not_before to not_after = expires_at, a third of the ttl between renewals,
+-- and the layout.
+SELECT worker_id, node_id, token, expires_at = not_after AS expires_at_is_not_after,
+       not_after - granted_at BETWEEN interval '29.99 s' AND interval '30 s' AS ttl_window,
+       not_before <= granted_at AS not_before_past, renew_interval,
+       epoch, timestamp_bits, node_bits, worker_bits, sequence_bits
+  FROM snowflake_lease_worker('app-1', interval '30 seconds');
+SELECT * FROM snowflake_lease_worker('app-1', interval '30 seconds') \gset first_
+-- A connection-scoped lease: no expiry, a window of
+-- snowflake.lease_connection_window (10 s) past each contact.
+SELECT worker_id, token, expires_at IS NULL AS no_expiry,
+       not_after - granted_at BETWEEN interval '9.99 s' AND interval '10 s' AS connection_window,
+       renew_interval
+  FROM snowflake_lease_worker('app-2');
+SELECT * FROM snowflake_lease_worker('app-3', client_time => clock_timestamp()) \gset conn_
+
+SELECT worker_id, token, state, holder, holder_role = current_user AS by_me,
+       backend_pid = pg_backend_pid() AS this_connection, ttl,
+       expires_at IS NOT DISTINCT FROM (CASE WHEN ttl IS NOT NULL THEN not_after END) AS expiry,
+       last_timestamp, released_at
+  FROM snowflake_leases ORDER BY worker_id;
+
+-- All four are leased: the fifth request fails at once, naming the limit
+-- (the detail names the first expiry).
+\set VERBOSITY terse
+SELECT * FROM snowflake_lease_worker('app-5', interval '1 minute');
+\echo :LAST_ERROR_SQLSTATE
+\set VERBOSITY default
+
+-- A renewal records the last ID issued under the lease (a client makes it
+-- from its window) and moves not_after.
+SELECT (extract(epoch FROM :'first_not_before'::timestamptz) * 1000)::bigint + 1 AS first_ts_ms \gset
+SELECT ((:first_ts_ms - (extract(epoch FROM :'first_epoch'::timestamptz) * 1000)::bigint) << 22)
+       | (:first_node_id::bigint << 19) | (:first_worker_id::bigint << 12) | 7 AS first_last_id \gset
+SELECT d.worker_id, d.seq, d.ts = :'first_not_before'::timestamptz + interval '1 ms' AS exact_ts
+  FROM snowflake_decode(:first_last_id) AS d;
+SELECT not_after > :'first_not_after'::timestamptz AS extended, expires_at = not_after AS expiry
+  FROM snowflake_renew_lease(:first_token, :first_last_id);
+SELECT last_timestamp = :'first_not_before'::timestamptz + interval '1 ms' AS high_water_mark
+  FROM snowflake_leases WHERE token = :first_token;
+
+-- Reported IDs must belong to the lease and lie inside its window (the
+-- README's example ID carries node 5 and worker 17; the second ID is worker
+-- 125's at 2025-01-01 00:00:01, long before the window).
+SELECT * FROM snowflake_renew_lease(:first_token, 4196995114);
+\echo :LAST_ERROR_SQLSTATE
+\set VERBOSITY terse
+SELECT * FROM snowflake_renew_lease(:first_token, (1000::bigint << 22) | (125 << 12));
+\echo :LAST_ERROR_SQLSTATE
+\set VERBOSITY default
+SELECT * FROM snowflake_renew_lease(:first_token, -1);
+\echo :LAST_ERROR_SQLSTATE
+
+-- Releasing frees the worker id at once; a second release says false; a
+-- renewal after it is refused.
+SELECT snowflake_release_lease(:first_token, :first_last_id) AS released;
+SELECT snowflake_release_lease(:first_token, NULL) AS released_again;
+SELECT * FROM snowflake_renew_lease(:first_token, NULL);
+\echo :LAST_ERROR_SQLSTATE
+SELECT state, last_timestamp = :'first_not_before'::timestamptz + interval '1 ms' AS high_water_mark
+  FROM snowflake_leases WHERE worker_id = :first_worker_id;
+
+-- The next holder of a released worker id starts above the last timestamp
+-- reported, not above the old expiry; its token is new and larger.
+SELECT worker_id = :first_worker_id AS same_worker_id, token > :first_token AS newer_token,
+       not_before = :'first_not_before'::timestamptz + interval '1 ms' AS above_last_reported
+  FROM snowflake_lease_worker('app-6', interval '1 minute');
+-- The old token is dead: its holder is a zombie and is told so.
+SELECT * FROM snowflake_renew_lease(:first_token, NULL);
+\echo :LAST_ERROR_SQLSTATE
+
+-- A connection-scoped lease is renewed only on its own connection.
+SELECT not_after > :'conn_not_after'::timestamptz AS extended, expires_at IS NULL AS no_expiry
+  FROM snowflake_renew_lease(:conn_token, NULL, clock_timestamp());
+SELECT pg_backend_pid() AS old_pid \gset
+\c
+SELECT * FROM snowflake_renew_lease(:conn_token, NULL);
+\echo :LAST_ERROR_SQLSTATE
+-- Its connection ended: the worker ids of both connection-scoped leases are
+-- free, and the next holder starts above the end of the window (the holder
+-- may not have noticed at once), so it may have to wait for it.
+SELECT set_config('regress.old_pid', :'old_pid', false) IS NOT NULL AS noted;
+DO $$
+BEGIN
+    FOR i IN 1..500 LOOP
+        EXIT WHEN NOT EXISTS (SELECT 1 FROM pg_stat_activity
+                               WHERE pid = current_setting('regress.old_pid')::integer);
+        PERFORM pg_sleep(0.01);
+    END LOOP;
+END
+$$;
+SELECT worker_id, state FROM snowflake_leases WHERE ttl IS NULL ORDER BY worker_id;
+SELECT not_after AS app2_not_after FROM snowflake_leases WHERE worker_id = 126 \gset
+SELECT worker_id, token, not_before = :'app2_not_after'::timestamptz - interval '1 ms' AS above_old_window
+  FROM snowflake_lease_worker('app-7') \gset app7_
+\echo worker_id :app7_worker_id above_old_window :app7_above_old_window
+
+-- Clock sanity: a client clock too far from the database's is refused,
+-- before anything changes (snowflake.lease_clock_tolerance = 1 s here).
+\set VERBOSITY terse
+SELECT * FROM snowflake_lease_worker('app-8', interval '1 minute', clock_timestamp() - interval '5 s');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_lease_worker('app-8', interval '1 minute', clock_timestamp() + interval '5 s');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_renew_lease(:app7_token, NULL, clock_timestamp() - interval '5 s');
+\echo :LAST_ERROR_SQLSTATE
+\set VERBOSITY default
+SELECT count(*) AS leases_after_refusals FROM snowflake_leases;
+
+-- Arguments.
+SELECT * FROM snowflake_lease_worker('app-9', interval '0.5 s');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_lease_worker('app-9', interval '25 hours');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_lease_worker('');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_renew_lease(424242, NULL);
+\echo :LAST_ERROR_SQLSTATE
+
+-- Not inside a transaction block: a ROLLBACK would undo a lease the client
+-- already uses.  Nor in a subtransaction (an EXCEPTION block).
+BEGIN;
+SELECT * FROM snowflake_lease_worker('app-10', interval '1 minute');
+\echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
+SELECT snowflake_lease_worker('a', interval '1 minute'), snowflake_lease_worker('b', interval '1 minute') \; SELECT 1;
+\echo :LAST_ERROR_SQLSTATE
+DO $$ BEGIN PERFORM snowflake_lease_worker('app-11', interval '1 minute'); EXCEPTION WHEN division_by_zero THEN NULL; END $$;
+\echo :LAST_ERROR_SQLSTATE
+
+-- Only in the database snowflake.database names.
+CREATE DATABASE regress_snowflake_other;
+\c regress_snowflake_other
+SET client_min_messages = warning;
+CREATE EXTENSION snowflake;
+RESET client_min_messages;
+SELECT * FROM snowflake_lease_worker('app-12', interval '1 minute');
+\echo :LAST_ERROR_SQLSTATE
+\c contrib_regression
+DROP DATABASE regress_snowflake_other;
+
+-- Clean up for the tests that follow: release what is held.
+SELECT count(*) AS released
+  FROM snowflake_leases AS l
+ WHERE l.state = 'held' AND l.ttl IS NOT NULL
+   AND snowflake_release_lease(l.token, NULL);
