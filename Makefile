@@ -130,6 +130,11 @@ clients/cpp/lease_client: clients/cpp/lease_client.cpp $(LEASE_CLIENT_HEADERS)
 
 lease-client: clients/cpp/lease_client
 
+# The lease TAP tests drive the client.
+ifdef TAP_TESTS
+installcheck: clients/cpp/lease_client
+endif
+
 test/unit/lease_client_test: test/unit/lease_client_test.cpp clients/cpp/snowflake_lease.hpp
 	$(CXX) -std=c++17 $(WARNINGS) -g -O1 -Iclients/cpp -o $@ test/unit/lease_client_test.cpp \
 		-lgtest -lgtest_main -pthread

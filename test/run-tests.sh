@@ -5,7 +5,8 @@
 #   1. lint: shellcheck on the scripts, clang-format on the C++ lines
 #      changed since FORMAT_BASE (default HEAD~1), the core fence, and the
 #      version in snowflake.control, META.json, debian/ and CHANGELOG.md,
-#   2. the C++ unit tests of the core (no server), and 3. the same under
+#   2. the C++ unit tests of the core and of the lease client (no server),
+#      and 3. the core's under
 #      AddressSanitizer and UndefinedBehaviorSanitizer,
 #   4. the Debian package: built with dpkg-buildpackage (debian/), installed
 #      with dpkg, checked as autopkgtest does (debian/tests/installcheck:
@@ -197,7 +198,7 @@ run_version() {
 use_version "${SNOWFLAKE_PG_VERSIONS%% *}"
 prepare_tester_copy "$top"
 run_tier "lint" "sed -n 's/^lint: \([0-9]*\) of .*/\1/p'" lint
-run_tier "C++ unit tests" "$gtest_count" as_tester make -s unittest
+run_tier "C++ unit tests" "$gtest_count" as_tester make -s unittest lease-client-test
 run_tier "C++ unit tests, ASan+UBSan" "$gtest_count" as_tester make -s unittest-sanitize
 run_tier "Debian package" "$regress_count" package_check
 

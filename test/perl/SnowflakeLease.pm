@@ -1,0 +1,94 @@
+# SnowflakeLease: runs the C++ reference client of worker-id leases
+# (clients/cpp/lease_client, built by "make lease-client") against a node,
+# for the lease TAP tests.
+package SnowflakeLease;
+
+use strict;
+use warnings;
+use Exporter 'import';
+use IPC::Run;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+our @EXPORT = qw(start_lease_client wait_for_lease finish_lease_client read_ids
+  lease_node_settings);
+
+# Settings for a node that leases worker ids: enough connections for many
+# clients, and the lease settings given.
+sub lease_node_settings
+{
+	my (%settings) = @_;
+	my $conf = "shared_preload_libraries = 'snowflake'\nmax_connections = 120\n";
+	$conf .= "snowflake.$_ = $settings{$_}\n" for sort keys %settings;
+	return $conf;
+}
+
+# Starts the client against $node's database "postgres" as holder $name,
+# its IDs in "$tmp_check/$name.ids".  @args are further options
+# (--ttl, --count, --rate, --hold-ms, --no-release, --clock-offset-ms).
+# Returns a hash: name, ids (the file), stdout, stderr, harness.
+sub start_lease_client
+{
+	my ($node, $name, @args) = @_;
+	my $client = {
+		name => $name,
+		ids => "$PostgreSQL::Test::Utils::tmp_check/$name.ids",
+		stdout => '',
+		stderr => ''
+	};
+	unlink $client->{ids};
+	my $program = ($ENV{TESTDIR} // '.') . '/clients/cpp/lease_client';
+	$client->{timeout} = IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default);
+	$client->{harness} = IPC::Run::start(
+		[
+			$program, '--dsn', $node->connstr('postgres'),
+			'--holder', $name, '--out', $client->{ids}, @args
+		],
+		'>', \$client->{stdout}, '2>', \$client->{stderr},
+		$client->{timeout});
+	return $client;
+}
+
+# Waits for the client's lease line; returns it as a hash (worker_id,
+# node_id, token, not_before, not_after), or undef if the client exited
+# without one.
+sub wait_for_lease
+{
+	my ($client) = @_;
+	while ($client->{stdout} !~ /^lease /m)
+	{
+		last unless $client->{harness}->pumpable;
+		$client->{harness}->pump;
+	}
+	return undef
+	  unless $client->{stdout} =~
+	  /^lease worker_id=(\d+) node_id=(\d+) token=(\d+) not_before=(\d+) not_after=(\d+)$/m;
+	return {
+		worker_id => $1,
+		node_id => $2,
+		token => $3,
+		not_before => $4,
+		not_after => $5
+	};
+}
+
+# Waits for the client to exit; returns its exit status.
+sub finish_lease_client
+{
+	my ($client) = @_;
+	$client->{harness}->finish;
+	$client->{status} = $? >> 8;
+	return $client->{status};
+}
+
+# The IDs the client wrote, in order.
+sub read_ids
+{
+	my ($client) = @_;
+	open my $fh, '<', $client->{ids} or return ();
+	chomp(my @ids = <$fh>);
+	close $fh;
+	return grep { /^\d+$/ } @ids;
+}
+
+1;

@@ -1,0 +1,132 @@
+# Worker-id leases under concurrency, with the C++ reference client.
+# Fifty clients lease at once on one node while sessions issue IDs with
+# snowflake_nextval(): no two clients hold one worker id, every client's
+# IDs decode exactly to its lease's node and worker id inside its window,
+# and no ID of any client or session repeats.  A second node (node id 2)
+# leases from its own node id, so the IDs of both nodes stay apart too.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use SnowflakeLease;
+use Test::More;
+
+my $clients = 50;
+my $ids_per_client = 2000;
+
+my %nodes;
+for my $node_id (1, 2)
+{
+	my $node = PostgreSQL::Test::Cluster->new("node$node_id");
+	$node->init;
+	$node->append_conf('postgresql.conf',
+		lease_node_settings(node_id => $node_id, lease_workers => 64));
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+	$node->safe_psql('postgres', 'CREATE TABLE issued (id bigint, source text)');
+	$nodes{$node_id} = $node;
+}
+my $node = $nodes{1};
+
+is($node->safe_psql('postgres', 'SELECT slots_total FROM snowflake_status()'),
+	'64', 'sessions attach to the 64 worker ids below the lease space');
+
+# Sessions generate while the clients run.
+my $sessions = $node->background_psql('postgres');
+$sessions->query_until(qr/started/, q{
+\echo started
+INSERT INTO issued SELECT snowflake_nextval(), 'session' FROM generate_series(1, 200000);
+});
+
+# Fifty clients at once, half connection-scoped and half with a ttl, each
+# holding its lease for a while after its IDs so that all hold together.
+my @clients;
+for my $i (1 .. $clients)
+{
+	push @clients,
+	  start_lease_client($node, "client$i", '--count', $ids_per_client,
+		'--hold-ms', 3000, ($i % 2 ? ('--ttl', 30) : ()));
+}
+my @leases = map { wait_for_lease($_) } @clients;
+is(scalar(grep { defined } @leases), $clients, "all $clients clients got a lease");
+
+my $held_at_once = $node->safe_psql('postgres',
+	q{SELECT count(DISTINCT worker_id) FILTER (WHERE state = 'held'), count(*) FILTER (WHERE state = 'held')
+	    FROM snowflake_leases});
+is($held_at_once, "$clients|$clients",
+	"$clients leases held at once, on $clients different worker ids");
+
+my %worker_ids = map { $_->{worker_id} => 1 } grep { defined } @leases;
+is(scalar(keys %worker_ids), $clients, 'no two clients got the same worker id');
+is(scalar(grep { $_ < 64 || $_ > 127 } keys %worker_ids),
+	0, 'every leased worker id lies in the lease space (64 to 127)');
+my %tokens = map { $_->{token} => 1 } grep { defined } @leases;
+is(scalar(keys %tokens), $clients, 'every lease has a token of its own');
+
+is(scalar(grep { finish_lease_client($_) != 0 } @clients), 0, 'every client exited with 0')
+  or diag(join("\n", map { "$_->{name}: $_->{stderr}" } @clients));
+$sessions->quit;
+
+# Load every client's IDs with its lease and check them in the database.
+my $load = "$PostgreSQL::Test::Utils::tmp_check/client_ids.csv";
+open my $fh, '>', $load or die "cannot write $load: $!";
+for my $i (0 .. $#clients)
+{
+	my ($client, $lease) = ($clients[$i], $leases[$i]);
+	print $fh join(',',
+		$_, $client->{name}, $lease->{worker_id}, $lease->{not_before},
+		$lease->{not_after}), "\n"
+	  for read_ids($client);
+}
+close $fh;
+$node->safe_psql('postgres', qq{
+CREATE TABLE client_ids (id bigint, client text, worker_id int, not_before bigint, not_after bigint);
+COPY client_ids FROM '$load' WITH (FORMAT csv);
+INSERT INTO issued SELECT id, client FROM client_ids;
+});
+
+is($node->safe_psql('postgres', 'SELECT count(*) FROM client_ids'),
+	$clients * $ids_per_client, 'every client issued all its IDs');
+is( $node->safe_psql(
+		'postgres', q{
+SELECT count(*)
+  FROM client_ids AS c, snowflake_decode(c.id) AS d
+ WHERE d.node_id <> 1 OR d.worker_id <> c.worker_id
+    OR floor(extract(epoch FROM d.ts) * 1000) <= c.not_before
+    OR floor(extract(epoch FROM d.ts) * 1000) >= c.not_after}),
+	'0',
+	'each client ID decodes to its lease\'s node and worker id, inside the lease\'s window');
+is( $node->safe_psql(
+		'postgres', q{
+SELECT count(*)
+  FROM (SELECT id < lag(id) OVER (PARTITION BY client ORDER BY ord) AS down
+          FROM (SELECT id, client, row_number() OVER () AS ord FROM client_ids) AS o) AS x
+ WHERE down}),
+	'0',
+	'each client\'s IDs increase');
+is( $node->safe_psql(
+		'postgres',
+		q{SELECT count(*) - count(DISTINCT id), count(*) FILTER (WHERE source = 'session') FROM issued}),
+	'0|200000',
+	'no ID repeats among the clients\' and the sessions\' 300,000');
+is( $node->safe_psql(
+		'postgres',
+		q{SELECT count(*) FILTER (WHERE state = 'released'), count(*) FROM snowflake_leases}),
+	"$clients|$clients",
+	'every client released its lease on exit');
+
+# The second node leases from its own node id: a client there and one on
+# node 1 at the same time issue IDs that decode to their own node.
+my $a = start_lease_client($nodes{1}, 'node1_client', '--count', 5000);
+my $b = start_lease_client($nodes{2}, 'node2_client', '--count', 5000);
+my ($lease_a, $lease_b) = (wait_for_lease($a), wait_for_lease($b));
+is(finish_lease_client($a) + finish_lease_client($b), 0, 'clients on both nodes ran');
+is("$lease_a->{node_id}|$lease_b->{node_id}", '1|2', 'each node leases its own node id');
+my %seen;
+my $repeats = grep { $seen{$_}++ } (read_ids($a), read_ids($b));
+is($repeats, 0, 'the two nodes\' clients issue no ID twice');
+my ($first_b) = read_ids($b);
+is($nodes{1}->safe_psql('postgres', "SELECT node_id FROM snowflake_decode($first_b)"),
+	'2', 'node 1 decodes node 2\'s client IDs to node 2');
+
+done_testing();

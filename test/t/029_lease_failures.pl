@@ -1,0 +1,177 @@
+# Worker-id leases when holders fail, with the C++ reference client, on a
+# node whose lease space is a single worker id (127), so that every lease
+# hands the previous holder's worker id to the next:
+#   - a client killed with kill -9 while holding a connection-scoped lease:
+#     its worker id is free at once, and the next holder's IDs lie above
+#     every ID the dead one issued;
+#   - a ttl lease that runs out without a release: the worker id stays
+#     taken until it expires, then the next holder starts above everything
+#     the previous one could have issued;
+#   - a zombie (a client stopped past its expiry while another took its
+#     worker id) is refused at its next renewal and stops;
+#   - a client whose clock is behind is refused;
+#   - a restart and a crash restart lose no lease;
+#   - a start that shrinks the lease space is refused.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use SnowflakeLease;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+my $node = PostgreSQL::Test::Cluster->new('leases');
+$node->init;
+$node->append_conf('postgresql.conf',
+	lease_node_settings(lease_workers => 1, lease_connection_window => '2s'));
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+
+sub max_of { my $m = 0; $m = $_ > $m ? $_ : $m for @_; return $m }
+sub min_of { my $m; $m = !defined $m || $_ < $m ? $_ : $m for @_; return $m }
+
+# Unix ms of an ID's timestamp.
+sub id_ms
+{
+	my ($id) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT floor(extract(epoch FROM ts) * 1000)::bigint FROM snowflake_decode($id)");
+}
+
+# 1. kill -9 of a client with a connection-scoped lease.
+my $dead = start_lease_client($node, 'dead', '--count', 1_000_000, '--rate', 2000);
+my $dead_lease = wait_for_lease($dead);
+is($dead_lease->{worker_id}, 127, 'the only lease worker id is 127');
+usleep(200_000) until read_ids($dead) >= 200;
+$dead->{harness}->signal('KILL');
+finish_lease_client($dead);
+my @dead_ids = read_ids($dead);
+ok(@dead_ids >= 200, 'the killed client issued IDs (' . scalar(@dead_ids) . ')');
+
+my $next = start_lease_client($node, 'after_kill', '--count', 1000);
+my $next_lease = wait_for_lease($next);
+is($next_lease->{worker_id}, 127, 'the dead client\'s worker id is leased again at once');
+ok($next_lease->{not_before} >= id_ms(max_of(@dead_ids)),
+	'the next holder\'s not_before is at or above the dead holder\'s last ID');
+is(finish_lease_client($next), 0, 'the next holder ran');
+my @next_ids = read_ids($next);
+ok(min_of(@next_ids) > max_of(@dead_ids),
+	'every ID of the next holder is above every ID of the killed one');
+
+# 2. A ttl lease that runs out without a release.
+my $lapsed = start_lease_client($node, 'lapsed', '--ttl', 2, '--count', 500, '--no-release');
+my $lapsed_lease = wait_for_lease($lapsed);
+is(finish_lease_client($lapsed), 0, 'a client exits without releasing its ttl lease');
+like($lapsed->{stdout}, qr/^not released$/m, 'it says so');
+my ($ret, $out, $err) = $node->psql('postgres',
+	q{SELECT * FROM snowflake_lease_worker('too early', interval '1 minute')});
+like($err, qr/all 1 snowflake worker ids set aside for leases are leased/,
+	'until the lease runs out, its worker id is not leased again');
+usleep(100_000)
+  until $node->safe_psql('postgres',
+	q{SELECT state FROM snowflake_leases WHERE worker_id = 127}) eq 'expired';
+my $heir = start_lease_client($node, 'heir', '--count', 1000);
+my $heir_lease = wait_for_lease($heir);
+is($heir_lease->{worker_id}, 127, 'the expired worker id is leased again');
+ok($heir_lease->{not_before} >= $lapsed_lease->{not_after} - 1,
+	'the next holder starts at the end of the expired window, not at the last ID');
+is(finish_lease_client($heir), 0, 'the next holder ran');
+ok(min_of(read_ids($heir)) > max_of(read_ids($lapsed)),
+	'its IDs are above the lapsed holder\'s');
+ok(id_ms(min_of(read_ids($heir))) >= $lapsed_lease->{not_after},
+	'and above every ID the lapsed holder could have issued (its whole window)');
+
+# 3. A zombie: stopped past its expiry, its worker id leased to another,
+# then woken up.
+my $zombie = start_lease_client($node, 'zombie', '--ttl', 2, '--count', 1_000_000,
+	'--rate', 1000);
+my $zombie_lease = wait_for_lease($zombie);
+usleep(100_000) until read_ids($zombie) >= 100;
+my $pid = $zombie->{harness}->{KIDS}[0]{PID};
+kill 'STOP', $pid;
+usleep(100_000)
+  until $node->safe_psql('postgres',
+	q{SELECT state FROM snowflake_leases WHERE worker_id = 127}) eq 'expired';
+my $usurper = start_lease_client($node, 'usurper', '--ttl', 30, '--count', 1000,
+	'--hold-ms', 3000);
+my $usurper_lease = wait_for_lease($usurper);
+is($usurper_lease->{worker_id}, 127, 'the zombie\'s worker id went to another client');
+kill 'CONT', $pid;
+is(finish_lease_client($zombie), 3, 'the zombie stops with "lease lost" (status 3)');
+like($zombie->{stderr}, qr/lease lost: .*snowflake lease $zombie_lease->{token} is not held/,
+	'its renewal was refused: its token no longer matches');
+is(finish_lease_client($usurper), 0, 'the new holder ran');
+my @zombie_ids = read_ids($zombie);
+ok(id_ms(max_of(@zombie_ids)) < $zombie_lease->{not_after},
+	'the zombie issued nothing at or past its expiry');
+ok(min_of(read_ids($usurper)) > max_of(@zombie_ids),
+	'the new holder\'s IDs are above every ID of the zombie');
+
+# 4. A client whose clock is behind the database's is refused.
+my $behind = start_lease_client($node, 'behind', '--clock-offset-ms', -5000);
+is(finish_lease_client($behind), 1, 'a client with its clock 5 s behind gets no lease');
+like($behind->{stderr},
+	qr/SQLSTATE 22023: the client's clock is behind the database's by more than 1000 ms/,
+	'and is told why');
+
+# 5. Restarts lose no lease.  A ttl lease, renewed with an ID, then a clean
+# restart and a crash restart.
+my ($token, $not_after) = split /\|/, $node->safe_psql('postgres',
+	q{SELECT token, (extract(epoch FROM not_after) * 1000)::bigint
+	    FROM snowflake_lease_worker('survivor', interval '10 minutes')});
+my $survivor_id = $node->safe_psql('postgres', qq{
+SELECT ((floor(extract(epoch FROM not_before) * 1000)::bigint + 1
+         - (extract(epoch FROM TIMESTAMPTZ '2025-01-01 UTC') * 1000)::bigint) << 22)
+       | (127 << 12) | 5
+  FROM snowflake_leases WHERE token = $token});
+$node->safe_psql('postgres', "SELECT snowflake_renew_lease($token, $survivor_id)");
+my $before = $node->safe_psql('postgres',
+	q{SELECT token, state, holder, expires_at, last_timestamp FROM snowflake_leases});
+$node->restart;
+is($node->safe_psql('postgres',
+		q{SELECT token, state, holder, expires_at, last_timestamp FROM snowflake_leases}),
+	$before, 'a clean restart keeps the lease, its expiry and its last timestamp');
+$node->stop('immediate');
+$node->start;
+is($node->safe_psql('postgres',
+		q{SELECT token, state, holder, expires_at, last_timestamp FROM snowflake_leases}),
+	$before, 'so does a crash restart');
+is($node->safe_psql('postgres',
+		"SELECT expires_at > now() FROM snowflake_renew_lease($token, NULL)"),
+	't', 'its holder renews it after both');
+($ret, $out, $err) = $node->psql('postgres',
+	q{SELECT * FROM snowflake_lease_worker('intruder', interval '1 minute')});
+isnt($ret, 0, 'and nobody else gets its worker id');
+
+# A lease committed with synchronous_commit = off survives a crash too: the
+# lease functions commit synchronously whatever the session says.
+$node->safe_psql('postgres', "SELECT snowflake_release_lease($token, NULL)");
+$node->safe_psql('postgres', q{
+SET synchronous_commit = off;
+SELECT token FROM snowflake_lease_worker('async session', interval '10 minutes');});
+$node->stop('immediate');
+$node->start;
+is($node->safe_psql('postgres', q{SELECT state FROM snowflake_leases WHERE holder = 'async session'}),
+	'held', 'a lease taken with synchronous_commit = off survives a crash restart');
+
+# 6. The lease space cannot shrink at a restart: worker id 127 would go to
+# sessions while its lease may still be in use.
+$node->stop;
+$node->append_conf('postgresql.conf', 'snowflake.lease_workers = 0');
+my $log_offset = -s $node->logfile;
+ok(!$node->start(fail_ok => 1), 'a start with a smaller lease space is refused');
+like(slurp_file($node->logfile, $log_offset),
+	qr/FATAL:  snowflake.lease_workers cannot shrink from 1 to 0/,
+	'and says why');
+$node->append_conf('postgresql.conf', 'snowflake.lease_workers = 2');
+$node->start;
+is($node->safe_psql('postgres', 'SELECT slots_total FROM snowflake_status()'),
+	'126', 'a larger lease space is fine: sessions keep 126 worker ids');
+my $floor = $node->safe_psql('postgres',
+	q{SELECT sessions_floor FROM snowflake_lease_context('test')});
+my $grown = $node->safe_psql('postgres', q{
+SELECT worker_id, not_before FROM snowflake_lease_worker('grown', interval '1 minute')});
+is($grown, "126|$floor",
+	'worker id 126, which sessions could use before, is leased from this run\'s generation floor');
+
+done_testing();
