@@ -18,9 +18,12 @@
 -- See docs/leases.md.
 --
 -- The lease functions run as the extension's owner (SECURITY DEFINER)
--- under search_path = pg_catalog, pg_temp: built-in functions and
--- operators resolve in pg_catalog only (pg_temp is never searched for
--- them), and the extension's own objects are named with their schema.
+-- under search_path = pg_catalog, pg_temp, and name every function and
+-- operator with its schema (pg_catalog, or the extension's), so that no
+-- object another role creates can take part in them.  (Syntax such as
+-- extract(), coalesce(), greatest(), IS NULL and casts to built-in types
+-- resolves in pg_catalog by itself.)  OPERATOR() binds left to right at
+-- one precedence: compound expressions are parenthesised.
 -- Every change is serialised by one advisory lock (class "leas", key the
 -- node id) taken for the transaction, with a bounded wait.
 
@@ -89,23 +92,33 @@ RETURNS boolean
 LANGUAGE sql STABLE STRICT PARALLEL RESTRICTED SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-SELECT instance = (SELECT s.instance_id FROM @extschema@.snowflake_status() AS s)
-       AND EXISTS (SELECT 1 FROM pg_stat_get_activity(pid) AS a
-                    WHERE a.backend_start = started)
+SELECT instance OPERATOR(pg_catalog.=) (SELECT s.instance_id FROM @extschema@.snowflake_status() AS s)
+       AND EXISTS (SELECT 1 FROM pg_catalog.pg_stat_get_activity(pid) AS a
+                    WHERE a.backend_start OPERATOR(pg_catalog.=) started)
 $$;
 
 COMMENT ON FUNCTION snowflake_lease_connection_alive(integer, timestamptz, uuid) IS
     'Internal: whether the connection holding a connection-scoped lease still runs';
 
--- Unix milliseconds to timestamptz, exactly.
+-- Unix milliseconds to timestamptz and back, exactly (the millisecond of a
+-- timestamptz rounded down).
 CREATE FUNCTION snowflake_lease_time(unix_ms bigint)
 RETURNS timestamptz
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
-AS $$ SELECT to_timestamp(unix_ms / 1000.0) $$;
+AS $$ SELECT pg_catalog.to_timestamp(unix_ms OPERATOR(pg_catalog./) 1000.0) $$;
 
 COMMENT ON FUNCTION snowflake_lease_time(bigint) IS
     'Internal: converts Unix milliseconds to timestamptz';
+
+CREATE FUNCTION snowflake_lease_ms(ts timestamptz)
+RETURNS bigint
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT pg_catalog.floor(extract(epoch FROM ts) OPERATOR(pg_catalog.*) 1000)::bigint $$;
+
+COMMENT ON FUNCTION snowflake_lease_ms(timestamptz) IS
+    'Internal: converts a timestamptz to Unix milliseconds, rounding down';
 
 -- The clock checks of a lease and a renewal: the client's clock against the
 -- database's, and against the last timestamp the worker id's previous
@@ -122,25 +135,25 @@ BEGIN
     IF client_time IS NULL THEN
         RETURN;
     END IF;
-    client_ms := floor(extract(epoch FROM client_time) * 1000)::bigint;
-    IF client_ms < db_now_ms - tolerance_ms THEN
+    client_ms := @extschema@.snowflake_lease_ms(client_time);
+    IF client_ms OPERATOR(pg_catalog.<) (db_now_ms OPERATOR(pg_catalog.-) tolerance_ms) THEN
         RAISE EXCEPTION 'the client''s clock is behind the database''s by more than % ms', tolerance_ms
               USING ERRCODE = 'invalid_parameter_value',
-                    DETAIL = format('The client reported %s, %s ms before the database''s clock.',
-                                    client_time, db_now_ms - client_ms),
+                    DETAIL = pg_catalog.format('The client reported %s, %s ms before the database''s clock.',
+                                               client_time, db_now_ms OPERATOR(pg_catalog.-) client_ms),
                     HINT = 'Synchronise the client''s clock (NTP), or raise snowflake.lease_clock_tolerance.';
-    ELSIF client_ms > db_now_ms + tolerance_ms THEN
+    ELSIF client_ms OPERATOR(pg_catalog.>) (db_now_ms OPERATOR(pg_catalog.+) tolerance_ms) THEN
         RAISE EXCEPTION 'the client''s clock is ahead of the database''s by more than % ms', tolerance_ms
               USING ERRCODE = 'invalid_parameter_value',
-                    DETAIL = format('The client reported %s, %s ms after the database''s clock.',
-                                    client_time, client_ms - db_now_ms),
+                    DETAIL = pg_catalog.format('The client reported %s, %s ms after the database''s clock.',
+                                               client_time, client_ms OPERATOR(pg_catalog.-) db_now_ms),
                     HINT = 'Synchronise the client''s clock (NTP), or raise snowflake.lease_clock_tolerance.';
-    ELSIF client_ms < reported_ms - tolerance_ms THEN
+    ELSIF client_ms OPERATOR(pg_catalog.<) (reported_ms OPERATOR(pg_catalog.-) tolerance_ms) THEN
         RAISE EXCEPTION 'the client''s clock is behind the last timestamp of the worker id''s previous holder by more than % ms',
                         tolerance_ms
               USING ERRCODE = 'invalid_parameter_value',
-                    DETAIL = format('The client reported %s; the previous holder reported an ID of %s.',
-                                    client_time, @extschema@.snowflake_lease_time(reported_ms)),
+                    DETAIL = pg_catalog.format('The client reported %s; the previous holder reported an ID of %s.',
+                                               client_time, @extschema@.snowflake_lease_time(reported_ms)),
                     HINT = 'Synchronise the client''s clock (NTP), then lease again.';
     END IF;
 END
@@ -166,24 +179,25 @@ BEGIN
     IF last_id IS NULL THEN
         RETURN NULL;
     END IF;
-    IF last_id < 0 THEN
+    IF last_id OPERATOR(pg_catalog.<) 0 THEN
         RAISE EXCEPTION 'snowflake ID % is out of range', last_id
               USING ERRCODE = 'numeric_value_out_of_range';
     END IF;
     SELECT * INTO d FROM @extschema@.snowflake_decode(last_id);
-    IF d.node_id <> lease.node_id OR d.worker_id <> lease.worker_id THEN
+    IF d.node_id OPERATOR(pg_catalog.<>) lease.node_id
+       OR d.worker_id OPERATOR(pg_catalog.<>) lease.worker_id THEN
         RAISE EXCEPTION 'snowflake ID % was not issued under lease %', last_id, lease.token
               USING ERRCODE = 'invalid_parameter_value',
-                    DETAIL = format('It carries node id %s and worker id %s; the lease is worker id %s of node %s.',
-                                    d.node_id, d.worker_id, lease.worker_id, lease.node_id);
+                    DETAIL = pg_catalog.format('It carries node id %s and worker id %s; the lease is worker id %s of node %s.',
+                                               d.node_id, d.worker_id, lease.worker_id, lease.node_id);
     END IF;
-    ms := floor(extract(epoch FROM d.ts) * 1000)::bigint;
-    IF ms <= lease.not_before_ms OR ms >= lease.not_after_ms THEN
+    ms := @extschema@.snowflake_lease_ms(d.ts);
+    IF ms OPERATOR(pg_catalog.<=) lease.not_before_ms OR ms OPERATOR(pg_catalog.>=) lease.not_after_ms THEN
         RAISE EXCEPTION 'snowflake ID % lies outside the window of lease %', last_id, lease.token
               USING ERRCODE = 'invalid_parameter_value',
-                    DETAIL = format('Its timestamp is %s; the lease''s IDs lie after %s and before %s.',
-                                    d.ts, @extschema@.snowflake_lease_time(lease.not_before_ms),
-                                    @extschema@.snowflake_lease_time(lease.not_after_ms));
+                    DETAIL = pg_catalog.format('Its timestamp is %s; the lease''s IDs lie after %s and before %s.',
+                                               d.ts, @extschema@.snowflake_lease_time(lease.not_before_ms),
+                                               @extschema@.snowflake_lease_time(lease.not_after_ms));
     END IF;
     RETURN ms;
 END
@@ -195,7 +209,8 @@ COMMENT ON FUNCTION snowflake_lease_reported_ms(snowflake_worker_leases, bigint)
     'Internal: the timestamp of an ID reported for a lease, which must lie in the lease''s window';
 
 -- The lease a renewal or release names: held by this node, by the calling
--- role, and for a connection-scoped lease by this connection.
+-- role (or a superuser), and for a connection-scoped lease by this
+-- connection.  Locks its row.
 CREATE FUNCTION snowflake_lease_held(token bigint, node integer, caller text)
 RETURNS @extschema@.snowflake_worker_leases
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -205,29 +220,30 @@ DECLARE
     lease @extschema@.snowflake_worker_leases;
 BEGIN
     SELECT * INTO lease FROM @extschema@.snowflake_worker_leases AS l
-     WHERE l.node_id = node AND l.token = snowflake_lease_held.token
+     WHERE l.node_id OPERATOR(pg_catalog.=) node
+       AND l.token OPERATOR(pg_catalog.=) snowflake_lease_held.token
        FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'snowflake lease % is not held', token
               USING ERRCODE = 'object_not_in_prerequisite_state',
-                    DETAIL = format('Node %s holds no lease with this token: the lease expired or its connection ended, and its worker id was leased again, or the token was never granted here.',
-                                    node),
+                    DETAIL = pg_catalog.format('Node %s holds no lease with this token: the lease expired or its connection ended, and its worker id was leased again, or the token was never granted here.',
+                                               node),
                     HINT = 'Stop issuing IDs under this lease, and lease a worker id again.';
     END IF;
-    IF lease.holder_role <> session_user
-       AND NOT (SELECT r.rolsuper FROM pg_roles AS r WHERE r.rolname = session_user) THEN
+    IF lease.holder_role OPERATOR(pg_catalog.<>) session_user
+       AND NOT (SELECT r.rolsuper FROM pg_catalog.pg_roles AS r
+                 WHERE r.rolname OPERATOR(pg_catalog.=) session_user) THEN
         RAISE EXCEPTION 'snowflake lease % belongs to role "%"', token, lease.holder_role
               USING ERRCODE = 'insufficient_privilege';
     END IF;
-    IF lease.ttl IS NULL
-       AND NOT (lease.backend_pid = pg_backend_pid()
+    IF lease.ttl IS NULL AND lease.released_at IS NULL
+       AND NOT (lease.backend_pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()
                 AND coalesce(@extschema@.snowflake_lease_connection_alive(lease.backend_pid, lease.backend_start,
-                                                                          lease.instance_id), false))
-       AND lease.released_at IS NULL THEN
+                                                                          lease.instance_id), false)) THEN
         RAISE EXCEPTION 'snowflake lease % belongs to another connection', token
               USING ERRCODE = 'object_not_in_prerequisite_state',
                     DETAIL = 'A connection-scoped lease is held by the connection that took it, and ends with it.',
-                    HINT = format('Call %s on that connection.', caller);
+                    HINT = pg_catalog.format('Call %s on that connection.', caller);
     END IF;
     RETURN lease;
 END
@@ -268,79 +284,88 @@ DECLARE
     next_free timestamptz;
 BEGIN
     ctx := @extschema@.snowflake_lease_context('snowflake_lease_worker()');
-    IF holder IS NULL OR holder = '' THEN
+    IF holder IS NULL OR holder OPERATOR(pg_catalog.=) '' THEN
         RAISE EXCEPTION 'snowflake_lease_worker() needs a holder'
               USING ERRCODE = 'invalid_parameter_value',
                     HINT = 'Describe the instance that leases, such as its host, process id and name.';
     END IF;
-    IF ttl IS NOT NULL AND (ttl < interval '1 second' OR ttl > interval '24 hours') THEN
+    IF ttl OPERATOR(pg_catalog.<) interval '1 second'
+       OR ttl OPERATOR(pg_catalog.>) interval '24 hours' THEN
         RAISE EXCEPTION 'a snowflake lease''s ttl must lie between 1 second and 24 hours, not %', ttl
               USING ERRCODE = 'invalid_parameter_value',
                     HINT = 'Pass NULL for a lease held as long as the connection.';
     END IF;
-    IF ctx.lease_workers = 0 THEN
+    IF ctx.lease_workers OPERATOR(pg_catalog.=) 0 THEN
         RAISE EXCEPTION 'no snowflake worker ids are set aside for leases'
               USING ERRCODE = 'object_not_in_prerequisite_state',
                     HINT = 'Set snowflake.lease_workers in postgresql.conf and restart the server.';
     END IF;
-    PERFORM pg_advisory_xact_lock(1818583411, ctx.node_id);    -- "leas"
+    PERFORM pg_catalog.pg_advisory_xact_lock(1818583411, ctx.node_id);    -- "leas"
 
-    now_ms := floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint;
-    -- The free worker id released (or ended) longest ago; never leased first.
+    now_ms := @extschema@.snowflake_lease_ms(pg_catalog.clock_timestamp());
+    -- The free worker id freed longest ago (released, expired, or whose
+    -- connection ended); never leased ones first.
     SELECT w.id AS worker_id, l.*,
-           coalesce(floor(extract(epoch FROM l.released_at) * 1000)::bigint,
-                    l.not_after_ms) AS free_since_ms
+           coalesce(@extschema@.snowflake_lease_ms(l.released_at), l.not_after_ms) AS free_since_ms
       INTO chosen
-      FROM generate_series(ctx.first_worker_id,
-                           ctx.first_worker_id + ctx.lease_workers - 1) AS w(id)
+      FROM pg_catalog.generate_series(ctx.first_worker_id,
+                                      (ctx.first_worker_id OPERATOR(pg_catalog.+) ctx.lease_workers)
+                                      OPERATOR(pg_catalog.-) 1) AS w(id)
            LEFT JOIN @extschema@.snowflake_worker_leases AS l
-             ON l.node_id = ctx.node_id AND l.worker_id = w.id
+             ON l.node_id OPERATOR(pg_catalog.=) ctx.node_id
+            AND l.worker_id OPERATOR(pg_catalog.=) w.id
      WHERE l.worker_id IS NULL
         OR l.released_at IS NOT NULL
-        OR (l.ttl IS NOT NULL AND l.not_after_ms <= now_ms)
+        OR (l.ttl IS NOT NULL AND l.not_after_ms OPERATOR(pg_catalog.<=) now_ms)
         OR (l.ttl IS NULL
             AND NOT coalesce(@extschema@.snowflake_lease_connection_alive(l.backend_pid, l.backend_start,
                                                                           l.instance_id), false))
      ORDER BY free_since_ms NULLS FIRST, w.id
      LIMIT 1;
     IF NOT FOUND THEN
-        SELECT min(@extschema@.snowflake_lease_time(l.not_after_ms)) INTO next_free
+        SELECT pg_catalog.min(@extschema@.snowflake_lease_time(l.not_after_ms)) INTO next_free
           FROM @extschema@.snowflake_worker_leases AS l
-         WHERE l.node_id = ctx.node_id AND l.ttl IS NOT NULL
-           AND l.worker_id >= ctx.first_worker_id;
+         WHERE l.node_id OPERATOR(pg_catalog.=) ctx.node_id AND l.ttl IS NOT NULL
+           AND l.worker_id OPERATOR(pg_catalog.>=) ctx.first_worker_id;
         RAISE EXCEPTION 'all % snowflake worker ids set aside for leases are leased', ctx.lease_workers
               USING ERRCODE = 'configuration_limit_exceeded',
-                    DETAIL = format('snowflake.lease_workers is %s on node %s; %s', ctx.lease_workers, ctx.node_id,
-                                    CASE WHEN next_free IS NULL
-                                         THEN 'every lease is held by a connection.'
-                                         ELSE format('the first time-scoped lease runs out at %s unless renewed.',
-                                                     next_free) END),
+                    DETAIL = pg_catalog.format('snowflake.lease_workers is %s on node %s; %s', ctx.lease_workers, ctx.node_id,
+                                               CASE WHEN next_free IS NULL
+                                                    THEN 'every lease is held by a connection.'
+                                                    ELSE pg_catalog.format('the first time-scoped lease runs out at %s unless renewed.',
+                                                                           next_free) END),
                     HINT = 'Release leases that are no longer used, or raise snowflake.lease_workers and restart the server.';
     END IF;
 
     PERFORM @extschema@.snowflake_lease_check_clock(client_time, now_ms, chosen.last_timestamp_ms,
                                                     ctx.clock_tolerance_ms);
 
-    nb_ms := greatest(floor(extract(epoch FROM ctx.sessions_floor) * 1000)::bigint,
+    -- Above the sessions that used the worker id before this start, and
+    -- above the previous holder: its last report, its not_before, and the
+    -- end of its window unless it released.
+    nb_ms := greatest(@extschema@.snowflake_lease_ms(ctx.sessions_floor),
                       chosen.not_before_ms,
                       chosen.last_timestamp_ms,
-                      CASE WHEN chosen.released_at IS NULL THEN chosen.not_after_ms - 1 END);
-    window_ms := coalesce(floor(extract(epoch FROM ttl) * 1000)::bigint, ctx.connection_window_ms);
+                      CASE WHEN chosen.released_at IS NULL
+                           THEN chosen.not_after_ms OPERATOR(pg_catalog.-) 1 END);
+    window_ms := coalesce(@extschema@.snowflake_lease_ms('epoch'::timestamptz OPERATOR(pg_catalog.+) ttl),
+                          ctx.connection_window_ms);
 
     INSERT INTO @extschema@.snowflake_worker_leases AS l
            (node_id, worker_id, token, holder, holder_role, client_addr, application_name,
             backend_pid, backend_start, instance_id, ttl, granted_at, renewed_at,
             not_before_ms, not_after_ms, last_timestamp_ms, released_at)
     SELECT ctx.node_id, chosen.worker_id,
-           coalesce((SELECT max(o.token) FROM @extschema@.snowflake_worker_leases AS o
-                      WHERE o.node_id = ctx.node_id), 0) + 1,
-           holder, session_user, inet_client_addr(), current_setting('application_name'),
-           CASE WHEN ttl IS NULL THEN pg_backend_pid() END,
+           coalesce((SELECT pg_catalog.max(o.token) FROM @extschema@.snowflake_worker_leases AS o
+                      WHERE o.node_id OPERATOR(pg_catalog.=) ctx.node_id), 0) OPERATOR(pg_catalog.+) 1,
+           holder, session_user, pg_catalog.inet_client_addr(),
+           pg_catalog.current_setting('application_name'),
+           CASE WHEN ttl IS NULL THEN pg_catalog.pg_backend_pid() END,
            CASE WHEN ttl IS NULL THEN (SELECT a.backend_start
-                                         FROM pg_stat_get_activity(pg_backend_pid()) AS a) END,
+                                         FROM pg_catalog.pg_stat_get_activity(pg_catalog.pg_backend_pid()) AS a) END,
            CASE WHEN ttl IS NULL THEN ctx.instance_id END,
-           ttl, clock_timestamp(), clock_timestamp(), nb_ms,
-           greatest(now_ms, nb_ms) + window_ms, NULL, NULL
+           ttl, pg_catalog.clock_timestamp(), pg_catalog.clock_timestamp(), nb_ms,
+           greatest(now_ms, nb_ms) OPERATOR(pg_catalog.+) window_ms, NULL, NULL
     ON CONFLICT ON CONSTRAINT snowflake_worker_leases_pkey DO UPDATE
        SET token = excluded.token, holder = excluded.holder, holder_role = excluded.holder_role,
            client_addr = excluded.client_addr, application_name = excluded.application_name,
@@ -355,7 +380,7 @@ BEGIN
               l.granted_at
          INTO worker_id, node_id, token, not_before, not_after, expires_at, granted_at;
 
-    renew_interval := (window_ms / 3) * interval '1 millisecond';
+    renew_interval := (window_ms OPERATOR(pg_catalog./) 3) OPERATOR(pg_catalog.*) interval '1 millisecond';
     epoch := ctx.epoch;
     timestamp_bits := ctx.timestamp_bits;
     node_bits := ctx.node_bits;
@@ -387,7 +412,7 @@ DECLARE
     now_ms bigint;
 BEGIN
     ctx := @extschema@.snowflake_lease_context('snowflake_renew_lease()');
-    PERFORM pg_advisory_xact_lock(1818583411, ctx.node_id);
+    PERFORM pg_catalog.pg_advisory_xact_lock(1818583411, ctx.node_id);
     lease := @extschema@.snowflake_lease_held(token, ctx.node_id, 'snowflake_renew_lease()');
     IF lease.released_at IS NOT NULL THEN
         RAISE EXCEPTION 'snowflake lease % was released', token
@@ -395,16 +420,19 @@ BEGIN
                     HINT = 'Lease a worker id again.';
     END IF;
     reported_ms := @extschema@.snowflake_lease_reported_ms(lease, last_id);
-    now_ms := floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+    now_ms := @extschema@.snowflake_lease_ms(pg_catalog.clock_timestamp());
     PERFORM @extschema@.snowflake_lease_check_clock(client_time, now_ms, NULL, ctx.clock_tolerance_ms);
 
     UPDATE @extschema@.snowflake_worker_leases AS l
-       SET renewed_at = clock_timestamp(),
+       SET renewed_at = pg_catalog.clock_timestamp(),
            not_after_ms = greatest(l.not_after_ms,
-                                   now_ms + coalesce(floor(extract(epoch FROM l.ttl) * 1000)::bigint,
-                                                     ctx.connection_window_ms)),
+                                   now_ms OPERATOR(pg_catalog.+)
+                                   coalesce(@extschema@.snowflake_lease_ms('epoch'::timestamptz
+                                                                           OPERATOR(pg_catalog.+) l.ttl),
+                                            ctx.connection_window_ms)),
            last_timestamp_ms = greatest(l.last_timestamp_ms, reported_ms)
-     WHERE l.node_id = lease.node_id AND l.worker_id = lease.worker_id
+     WHERE l.node_id OPERATOR(pg_catalog.=) lease.node_id
+       AND l.worker_id OPERATOR(pg_catalog.=) lease.worker_id
     RETURNING @extschema@.snowflake_lease_time(l.not_after_ms),
               CASE WHEN l.ttl IS NOT NULL THEN @extschema@.snowflake_lease_time(l.not_after_ms) END,
               l.renewed_at
@@ -429,16 +457,17 @@ DECLARE
     reported_ms bigint;
 BEGIN
     ctx := @extschema@.snowflake_lease_context('snowflake_release_lease()');
-    PERFORM pg_advisory_xact_lock(1818583411, ctx.node_id);
+    PERFORM pg_catalog.pg_advisory_xact_lock(1818583411, ctx.node_id);
     lease := @extschema@.snowflake_lease_held(token, ctx.node_id, 'snowflake_release_lease()');
     IF lease.released_at IS NOT NULL THEN
         RETURN false;
     END IF;
     reported_ms := @extschema@.snowflake_lease_reported_ms(lease, last_id);
     UPDATE @extschema@.snowflake_worker_leases AS l
-       SET released_at = clock_timestamp(),
+       SET released_at = pg_catalog.clock_timestamp(),
            last_timestamp_ms = greatest(l.last_timestamp_ms, reported_ms)
-     WHERE l.node_id = lease.node_id AND l.worker_id = lease.worker_id;
+     WHERE l.node_id OPERATOR(pg_catalog.=) lease.node_id
+       AND l.worker_id OPERATOR(pg_catalog.=) lease.worker_id;
     RETURN true;
 END
 $$;
@@ -455,20 +484,20 @@ SELECT l.node_id, l.worker_id, l.token,
        CASE WHEN l.node_id <> s.node_id THEN NULL
             WHEN l.released_at IS NOT NULL THEN 'released'
             WHEN l.ttl IS NULL THEN
-                 CASE WHEN coalesce(@extschema@.snowflake_lease_connection_alive(l.backend_pid, l.backend_start,
-                                                                                 l.instance_id), false)
+                 CASE WHEN coalesce(snowflake_lease_connection_alive(l.backend_pid, l.backend_start,
+                                                                     l.instance_id), false)
                       THEN 'held' ELSE 'disconnected' END
-            WHEN l.not_after_ms > floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint THEN 'held'
+            WHEN l.not_after_ms > snowflake_lease_ms(clock_timestamp()) THEN 'held'
             ELSE 'expired' END AS state,
        l.holder, l.holder_role, l.client_addr, l.application_name, l.backend_pid,
        l.ttl, l.granted_at AS since, l.renewed_at,
-       CASE WHEN l.ttl IS NOT NULL THEN @extschema@.snowflake_lease_time(l.not_after_ms) END AS expires_at,
-       @extschema@.snowflake_lease_time(l.not_before_ms) AS not_before,
-       @extschema@.snowflake_lease_time(l.not_after_ms) AS not_after,
-       @extschema@.snowflake_lease_time(l.last_timestamp_ms) AS last_timestamp,
+       CASE WHEN l.ttl IS NOT NULL THEN snowflake_lease_time(l.not_after_ms) END AS expires_at,
+       snowflake_lease_time(l.not_before_ms) AS not_before,
+       snowflake_lease_time(l.not_after_ms) AS not_after,
+       snowflake_lease_time(l.last_timestamp_ms) AS last_timestamp,
        l.released_at
-  FROM @extschema@.snowflake_worker_leases AS l,
-       LATERAL (SELECT st.node_id FROM @extschema@.snowflake_status() AS st) AS s;
+  FROM snowflake_worker_leases AS l,
+       LATERAL (SELECT st.node_id FROM snowflake_status() AS st) AS s;
 
 COMMENT ON VIEW snowflake_leases IS
     'Worker ids leased to application-side generators: holder, state, window and last reported timestamp';

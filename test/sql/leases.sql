@@ -2,7 +2,8 @@
 -- Worker-id leases: grants, windows, the next holder's not_before, renewals,
 -- releases, and the refusals with their SQLSTATEs.  The instance runs with
 -- snowflake.lease_workers = 4 (test/conf/regress.conf): worker ids 124 to
--- 127 are leased, sessions attach to 0 to 123.
+-- 127 are leased, sessions attach to 0 to 123.  It runs right after the
+-- upgrade test, which creates the extension anew: no lease before it.
 --
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS snowflake;
@@ -108,10 +109,11 @@ BEGIN
 END
 $$;
 SELECT worker_id, state FROM snowflake_leases WHERE ttl IS NULL ORDER BY worker_id;
-SELECT not_after AS app2_not_after FROM snowflake_leases WHERE worker_id = 126 \gset
-SELECT worker_id, token, not_before = :'app2_not_after'::timestamptz - interval '1 ms' AS above_old_window
-  FROM snowflake_lease_worker('app-7') \gset app7_
-\echo worker_id :app7_worker_id above_old_window :app7_above_old_window
+CREATE TEMP TABLE windows_before AS SELECT worker_id, not_after FROM snowflake_leases;
+SELECT g.worker_id IN (SELECT worker_id FROM snowflake_leases WHERE state = 'disconnected') AS freed_id,
+       g.token, g.not_before = w.not_after - interval '1 ms' AS above_old_window
+  FROM snowflake_lease_worker('app-7') AS g JOIN windows_before AS w USING (worker_id) \gset app7_
+\echo freed_id :app7_freed_id above_old_window :app7_above_old_window
 
 -- Clock sanity: a client clock too far from the database's is refused,
 -- before anything changes (snowflake.lease_clock_tolerance = 1 s here).
@@ -162,3 +164,32 @@ SELECT count(*) AS released
   FROM snowflake_leases AS l
  WHERE l.state = 'held' AND l.ttl IS NOT NULL
    AND snowflake_release_lease(l.token, NULL);
+
+-- A time-scoped lease that expired but was not leased again can still be
+-- renewed by its holder.
+SELECT token AS short_token FROM snowflake_lease_worker('app-13', interval '1 second') \gset
+SELECT pg_sleep(1.1);
+SELECT state FROM snowflake_leases WHERE token = :short_token;
+SELECT expires_at > clock_timestamp() AS renewed FROM snowflake_renew_lease(:short_token, NULL);
+SELECT state FROM snowflake_leases WHERE token = :short_token;
+SELECT snowflake_release_lease(:short_token, NULL) AS released;
+
+-- Rows of another node (a replicated lease table) are neither leased nor
+-- judged here: their state is NULL, and this node's tokens and worker ids
+-- are its own.
+INSERT INTO snowflake_worker_leases
+       (node_id, worker_id, token, holder, holder_role, ttl, granted_at, renewed_at,
+        not_before_ms, not_after_ms)
+SELECT 5, w, 1000 + w, 'on node 5', 'nobody', interval '1 hour', now(), now(), 0,
+       (extract(epoch FROM now() + interval '1 hour') * 1000)::bigint
+  FROM generate_series(124, 127) AS w;
+SELECT node_id, count(*), count(state) FROM snowflake_leases GROUP BY node_id ORDER BY node_id;
+SELECT node_id, token < 1000 AS own_token
+  FROM snowflake_lease_worker('app-14', interval '1 minute') \gset
+\echo node_id :node_id own_token :own_token
+DELETE FROM snowflake_worker_leases WHERE node_id = 5;
+SELECT snowflake_release_lease(token, NULL) AS released FROM snowflake_leases WHERE holder = 'app-14';
+
+-- pg_dump carries the table's rows (each worker id's history).
+SELECT 'snowflake_worker_leases'::regclass = ANY (extconfig) AS dumped
+  FROM pg_extension WHERE extname = 'snowflake';

@@ -94,6 +94,16 @@ SELECT snowflake_release_lease(:granted_token, NULL) AS released;
 DELETE FROM snowflake_worker_leases;
 \set VERBOSITY default
 RESET ROLE;
+-- Only the role that took a lease (its session user) may renew or release
+-- it; a superuser may too.
+SELECT token AS admins_token FROM snowflake_lease_worker('admin''s', interval '1 minute') \gset
+SET SESSION AUTHORIZATION regress_snowflake_user;
+\set VERBOSITY sqlstate
+SELECT * FROM snowflake_renew_lease(:admins_token, NULL);
+SELECT snowflake_release_lease(:admins_token, NULL);
+\set VERBOSITY default
+RESET SESSION AUTHORIZATION;
+SELECT snowflake_release_lease(:admins_token, NULL) AS released_by_its_role;
 REVOKE EXECUTE ON FUNCTION snowflake_lease_worker(text, interval, timestamptz),
                            snowflake_renew_lease(bigint, bigint, timestamptz),
                            snowflake_release_lease(bigint, bigint)

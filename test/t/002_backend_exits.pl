@@ -188,6 +188,10 @@ SELECT (extract(epoch FROM last_timestamp) * 1000)::bigint
 	ok(kill('KILL', $pid), "SIGKILL sent to backend $pid");
 	$node->wait_for_log(qr/all server processes terminated; reinitializing/,
 		$log_offset);
+	# Polling earlier can fail on its own: a psql that cannot connect exits
+	# before reading its query, and IPC::Run dies writing it.
+	$node->wait_for_log(qr/database system is ready to accept connections/,
+		$log_offset);
 	ok($node->poll_query_until('postgres', 'SELECT true'),
 		'the server accepts connections again after the crash restart');
 	wait_psql_exit($victim, qr/server closed the connection unexpectedly/,

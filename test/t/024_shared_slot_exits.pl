@@ -143,6 +143,10 @@ SELECT (extract(epoch FROM max(last_timestamp)) * 1000)::bigint FROM snowflake_w
 my $log_offset = -s $node->logfile;
 ok(kill('KILL', $victim_pid), "SIGKILL sent to backend $victim_pid");
 $node->wait_for_log(qr/all server processes terminated; reinitializing/, $log_offset);
+# Polling before the restart is done can fail on its own: a psql that
+# cannot connect exits before reading the query from its stdin, and
+# IPC::Run dies writing to it ("ack Broken pipe").
+$node->wait_for_log(qr/database system is ready to accept connections/, $log_offset);
 ok($node->poll_query_until('postgres', 'SELECT true'),
 	'the server accepts connections again after the crash restart');
 ok(!$victim->{run}->finish, 'the victim psql exited with an error');
