@@ -14,6 +14,9 @@
  * issued) or "not released".
  * Exit status: 0 success, 1 error ("error: SQLSTATE <code>: <message>" on
  * stderr), 2 usage, 3 lease lost ("lease lost: <reason>" on stderr).
+ * stderr also gets "warning: renewal failed: ..." for each transient
+ * renewal failure, and "warning: SQLSTATE 01000: ..." when the release is
+ * not known to be replicated to the synchronous standby.
  */
 #include <cerrno>
 #include <chrono>
@@ -282,6 +285,9 @@ Finish(Lease &lease, const Args &args)
 		PrintError(error);
 		return kExitError;
 	}
+	/* A note: the release is not known to be replicated (harmless). */
+	if (!error.message.empty())
+		fprintf(stderr, "warning: %s\n", error.ToString().c_str());
 	if (!released)
 	{
 		printf("not released\n");

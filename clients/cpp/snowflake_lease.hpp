@@ -34,6 +34,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <mutex>
 #include <optional>
@@ -198,6 +199,35 @@ FormatUnixMs(int64_t unix_ms)
 			 tm_utc.tm_year + 1900, tm_utc.tm_mon + 1, tm_utc.tm_mday, tm_utc.tm_hour,
 			 tm_utc.tm_min, tm_utc.tm_sec, static_cast<int>(ms));
 	return std::string(buf);
+}
+
+/*
+ * Whether a notice the server sent during a lease call says that the
+ * commit's wait for synchronous replication was cancelled: the WARNING
+ * "canceling wait for synchronous replication due to user request"
+ * (a query cancel) or "canceling the wait for synchronous replication and
+ * terminating connection due to administrator command" (a terminate).  The
+ * transaction has then committed on the primary but is not known to be on
+ * a synchronous standby, so a failover may lose it.  message is the
+ * notice's primary text, function its PG_DIAG_SOURCE_FUNCTION; either may
+ * be null.  The function, SyncRepWaitForLSN, which issues only these two
+ * warnings, is matched too, because the text is translated under a
+ * non-English lc_messages.
+ */
+inline bool
+IsSyncRepCancelNotice(const char *message, const char *function)
+{
+	static const char *const kPrefixes[] = {
+		"canceling wait for synchronous replication",
+		"canceling the wait for synchronous replication",
+	};
+
+	if (function && strcmp(function, "SyncRepWaitForLSN") == 0)
+		return true;
+	for (const char *prefix : kPrefixes)
+		if (message && strncmp(message, prefix, strlen(prefix)) == 0)
+			return true;
+	return false;
 }
 
 /*

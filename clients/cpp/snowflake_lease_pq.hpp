@@ -24,6 +24,21 @@
  * - anything else (a broken connection under a time-scoped lease, which is
  *	 reset; 55P03; a refused client clock...): transient.  IDs continue up
  *	 to not_after and the renewal is retried, every second at most.
+ *
+ * A cancelled wait for synchronous replication: the lease functions commit
+ * with synchronous_commit = on, so with a synchronous standby the commit
+ * waits for it.  If that wait is cancelled (pg_cancel_backend(), a client's
+ * cancel) or the backend is terminated during it, the server has committed
+ * locally and sends only a WARNING (IsSyncRepCancelNotice()); the change is
+ * not known to be on the standby, and a failover may lose it.  SyncRepWatch
+ * catches that warning during each call, and then:
+ * - Acquire() does not use the lease: it releases it, best-effort, and
+ *	 fails with SQLSTATE 01000 (even if the call returned the grant).
+ * - a renewal is transient (01000): not_after stays where the last
+ *	 renewal known to be replicated put it, and the renewal is retried.
+ * - Release() reports what the server answered, with a 01000 note in
+ *	 *error: a release lost in a failover is harmless, the lease then ends
+ *	 by expiry or with its connection.
  */
 #ifndef SNOWFLAKE_LEASE_PQ_HPP
 #define SNOWFLAKE_LEASE_PQ_HPP
@@ -66,12 +81,69 @@ struct LeaseOptions
 	std::function<void(const Error &)> on_renew_error;
 };
 
+/*
+ * Catches, on one connection, the warning of a cancelled wait for
+ * synchronous replication (IsSyncRepCancelNotice()), and passes every
+ * notice on to libpq's default receiver, which prints it on stderr.
+ * Clear() before a call, seen() after it.  The thread that uses the
+ * connection is the one that receives its notices, so no lock is needed.
+ */
+class SyncRepWatch
+{
+public:
+	explicit SyncRepWatch(PGconn *conn) : next_(PQsetNoticeReceiver(conn, &Receive, this))
+	{
+	}
+
+	SyncRepWatch(const SyncRepWatch &) = delete;
+	SyncRepWatch &operator=(const SyncRepWatch &) = delete;
+
+	void Clear()
+	{
+		seen_ = false;
+		text_.clear();
+	}
+	bool seen() const { return seen_; }
+	/* If seen(): the error of a call whose change, what, may be lost. */
+	Error NotReplicated(const char *what) const
+	{
+		return Error{"01000",
+					 std::string(what) +
+						 " is not known to be replicated to the synchronous standby (" +
+						 text_ + ")"};
+	}
+
+private:
+	static void Receive(void *arg, const PGresult *res)
+	{
+		SyncRepWatch *self = static_cast<SyncRepWatch *>(arg);
+		const char *message = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+
+		if (!self->seen_ &&
+			IsSyncRepCancelNotice(message,
+								  PQresultErrorField(res, PG_DIAG_SOURCE_FUNCTION)))
+		{
+			self->seen_ = true;
+			self->text_ = message ? message :
+									"the wait for synchronous replication was cancelled";
+		}
+		/* libpq's default receiver, which takes no argument. */
+		if (self->next_)
+			self->next_(nullptr, res);
+	}
+
+	PQnoticeReceiver next_;
+	bool seen_ = false;
+	std::string text_;
+};
+
 class Lease
 {
 public:
 	/*
 	 * Connects and takes a lease.  nullptr on failure, with *error set
-	 * (SQLSTATE 08001 when the connection could not be made).
+	 * (SQLSTATE 08001 when the connection could not be made, 01000 when the
+	 * wait for synchronous replication was cancelled: see the top).
 	 */
 	static std::unique_ptr<Lease> Acquire(const LeaseOptions &options, Error *error)
 	{
@@ -94,6 +166,7 @@ public:
 			return nullptr;
 		}
 
+		std::unique_ptr<SyncRepWatch> watch(new SyncRepWatch(conn));
 		std::unique_ptr<Clock> own_clock;
 		Clock *clock = options.clock;
 
@@ -114,26 +187,28 @@ public:
 		PGresult *res = PQexecParams(conn, kLeaseSql, 3, nullptr, values, nullptr, nullptr,
 									 0);
 		Grant grant;
+		bool granted = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+			PQnfields(res) == 11 && ParseGrant(res, &grant);
 		std::string why;
 
-		if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		if (watch->seen())
+			*error = watch->NotReplicated("the lease, which is not used,");
+		else if (PQresultStatus(res) != PGRES_TUPLES_OK)
 			*error = ResultError(conn, res);
-		else if (PQntuples(res) != 1 || PQnfields(res) != 11 || !ParseGrant(res, &grant))
+		else if (!granted)
 			*error = Error{"", "snowflake_lease_worker() returned an unexpected result"};
 		else if (!ValidGrant(grant, &why))
-		{
 			*error = Error{"", "the server granted an unusable lease: " + why};
-			PQclear(res);
-			res = nullptr;
-			ReleaseQuiet(conn, grant.token);
-		}
 		else
 		{
 			PQclear(res);
-			return std::unique_ptr<Lease>(
-				new Lease(conn, grant, std::move(own_clock), clock, options));
+			return std::unique_ptr<Lease>(new Lease(conn, std::move(watch), grant,
+													std::move(own_clock), clock, options));
 		}
 		PQclear(res);
+		/* A lease that is not used is handed back. */
+		if (granted)
+			ReleaseQuiet(conn, grant.token);
 		PQfinish(conn);
 		return nullptr;
 	}
@@ -174,10 +249,11 @@ public:
 	/*
 	 * Stops generation and the renewer, then releases the lease on the
 	 * server with the last ID issued, and closes the connection.  True if
-	 * the call went through, *released saying what the server answered;
-	 * false with *error if the call failed, and Lost() then says whether
-	 * the lease was lost (before or by the call).  Once only; no ID after
-	 * it.
+	 * the call went through, *released saying what the server answered
+	 * (and *error, if set, a note that the release is not known to be
+	 * replicated, SQLSTATE 01000: harmless, see the top); false with
+	 * *error if the call failed, and Lost() then says whether the lease was
+	 * lost (before or by the call).  Once only; no ID after it.
 	 */
 	bool Release(bool *released, Error *error)
 	{
@@ -201,6 +277,9 @@ public:
 		std::string token = std::to_string(static_cast<long long>(grant_.token));
 		std::string last_text = last ? std::to_string(static_cast<long long>(*last)) : "";
 		const char *values[2] = {token.c_str(), last ? last_text.c_str() : nullptr};
+
+		watch_->Clear();
+
 		PGresult *res =
 			PQexecParams(conn_, "SELECT snowflake_release_lease($1::bigint, $2::bigint)", 2,
 						 nullptr, values, nullptr, nullptr, 0);
@@ -224,6 +303,8 @@ public:
 		{
 			*released = !PQgetisnull(res, 0, 0) && PQgetvalue(res, 0, 0)[0] == 't';
 			ok = true;
+			if (watch_->seen())
+				*error = watch_->NotReplicated("the release");
 		}
 		PQclear(res);
 		Disconnect();
@@ -253,9 +334,10 @@ private:
 		kTransient,
 	};
 
-	Lease(PGconn *conn, const Grant &grant, std::unique_ptr<Clock> own_clock, Clock *clock,
-		  const LeaseOptions &options)
-		: conn_(conn), grant_(grant), own_clock_(std::move(own_clock)), clock_(clock),
+	Lease(PGconn *conn, std::unique_ptr<SyncRepWatch> watch, const Grant &grant,
+		  std::unique_ptr<Clock> own_clock, Clock *clock, const LeaseOptions &options)
+		: conn_(conn), watch_(std::move(watch)), grant_(grant),
+		  own_clock_(std::move(own_clock)), clock_(clock),
 		  generator_(grant, *clock, options.max_drift_ms),
 		  on_renew_error_(options.on_renew_error)
 	{
@@ -327,14 +409,20 @@ private:
 		std::string now = FormatUnixMs(clock_->NowMs());
 		const char *values[3] = {token.c_str(), last ? last_text.c_str() : nullptr,
 								 now.c_str()};
+
+		watch_->Clear();
+
 		PGresult *res = PQexecParams(conn_, kRenewSql, 3, nullptr, values, nullptr, nullptr,
 									 0);
 		Renewal outcome = Renewal::kTransient;
 
 		if (PQresultStatus(res) == PGRES_TUPLES_OK)
 		{
-			if (PQntuples(res) == 1 && PQnfields(res) == 1 && !PQgetisnull(res, 0, 0) &&
-				ParseInt(PQgetvalue(res, 0, 0), not_after))
+			/* Not known to be replicated: not_after stays, a retry follows. */
+			if (watch_->seen())
+				*error = watch_->NotReplicated("the renewal");
+			else if (PQntuples(res) == 1 && PQnfields(res) == 1 &&
+					 !PQgetisnull(res, 0, 0) && ParseInt(PQgetvalue(res, 0, 0), not_after))
 				outcome = Renewal::kRenewed;
 			else
 				*error = Error{"", "snowflake_renew_lease() returned an unexpected result"};
@@ -465,6 +553,7 @@ private:
 	}
 
 	PGconn *conn_;
+	std::unique_ptr<SyncRepWatch> watch_; /* its notice receiver, for conn_'s life */
 	Grant grant_;
 	std::unique_ptr<Clock> own_clock_;
 	Clock *clock_;

@@ -2,8 +2,9 @@
  * lease_client_test.cpp
  *	  Unit tests of the pure part of the C++ lease client
  *	  (clients/cpp/snowflake_lease.hpp): ID composition, the window rules,
- *	  monotonicity, a clock that goes back, sequence overflow, and the
- *	  thread-safe generator on a fake clock.  Needs neither a server nor
+ *	  monotonicity, a clock that goes back, sequence overflow, the
+ *	  thread-safe generator on a fake clock, and the recognition of a
+ *	  cancelled wait for synchronous replication.  Needs neither a server nor
  *	  libpq.
  */
 #include <algorithm>
@@ -571,6 +572,39 @@ TEST(Holder, DefaultHolderNamesHostPidAndApplication)
 
 	EXPECT_NE(holder.find(pid), std::string::npos);
 	EXPECT_EQ(holder.substr(holder.size() - 8), ":billing");
+}
+
+TEST(SyncRep, TheCancelWarningsAreRecognisedByText)
+{
+	EXPECT_TRUE(IsSyncRepCancelNotice(
+		"canceling wait for synchronous replication due to user request", nullptr));
+	EXPECT_TRUE(IsSyncRepCancelNotice("canceling the wait for synchronous replication and "
+									  "terminating connection due to administrator command",
+									  nullptr));
+	EXPECT_TRUE(IsSyncRepCancelNotice("canceling wait for synchronous replication", ""));
+}
+
+TEST(SyncRep, TranslatedWarningsAreRecognisedByFunction)
+{
+	EXPECT_TRUE(IsSyncRepCancelNotice("Warten auf synchrone Replikation wird abgebrochen",
+									  "SyncRepWaitForLSN"));
+	EXPECT_TRUE(IsSyncRepCancelNotice(nullptr, "SyncRepWaitForLSN"));
+}
+
+TEST(SyncRep, OtherNoticesAreNot)
+{
+	EXPECT_FALSE(IsSyncRepCancelNotice(nullptr, nullptr));
+	EXPECT_FALSE(IsSyncRepCancelNotice("", ""));
+	EXPECT_FALSE(IsSyncRepCancelNotice("canceling statement due to user request",
+									   "ProcessInterrupts"));
+	EXPECT_FALSE(IsSyncRepCancelNotice("there is no transaction in progress",
+									   "EndTransactionBlock"));
+	EXPECT_FALSE(IsSyncRepCancelNotice("canceling wait for synchronous", nullptr));
+	EXPECT_FALSE(
+		IsSyncRepCancelNotice(" canceling wait for synchronous replication", nullptr));
+	EXPECT_FALSE(
+		IsSyncRepCancelNotice("Canceling wait for synchronous replication", nullptr));
+	EXPECT_FALSE(IsSyncRepCancelNotice(nullptr, "SyncRepWaitForLSNx"));
 }
 
 } /* namespace */
