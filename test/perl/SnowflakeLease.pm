@@ -13,6 +13,9 @@ use Test::More;
 our @EXPORT = qw(start_lease_client wait_for_lease finish_lease_client read_ids
   lease_node_settings);
 
+# The database the clients lease in (the nodes' snowflake.database).
+our $database = 'postgres';
+
 # Settings for a node that leases worker ids: enough connections for many
 # clients, and the lease settings given.
 sub lease_node_settings
@@ -23,7 +26,7 @@ sub lease_node_settings
 	return $conf;
 }
 
-# Starts the client against $node's database "postgres" as holder $name,
+# Starts the client against $node's database $database as holder $name,
 # its IDs in "$tmp_check/$name.ids".  @args are further options
 # (--ttl, --count, --rate, --hold-ms, --no-release, --clock-offset-ms).
 # Returns a hash: name, ids (the file), stdout, stderr, harness.
@@ -41,7 +44,7 @@ sub start_lease_client
 	$client->{timeout} = IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default);
 	$client->{harness} = IPC::Run::start(
 		[
-			$program, '--dsn', $node->connstr('postgres'),
+			$program, '--dsn', $node->connstr($database),
 			'--holder', $name, '--out', $client->{ids}, @args
 		],
 		'>', \$client->{stdout}, '2>', \$client->{stderr},

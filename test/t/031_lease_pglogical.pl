@@ -1,0 +1,89 @@
+# Worker-id leases on a two-node multi-primary pglogical cluster whose
+# lease table is replicated both ways (as it is when a whole database is
+# replicated).  Each node leases worker ids of its own node id and touches
+# only its own rows, so replication brings no conflict; each node's view
+# shows the state of its own leases only; and the IDs of clients on both
+# nodes, leasing at the same time, never repeat and decode to their node.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use SnowflakeLease;
+use SnowflakePglogical;
+use Test::More;
+
+my $db = $SnowflakePglogical::db;
+local $SnowflakeLease::database = $db;
+
+my @nodes = SnowflakePglogical::create_pair(conf => "snowflake.lease_workers = 4\n");
+SnowflakePglogical::connect_pair(\@nodes, qw(snowflake_nodes snowflake_worker_leases));
+pass('both nodes replicate snowflake_worker_leases');
+
+# Every worker id of both lease spaces, leased at once.
+my (@clients, @leases);
+for my $node (@nodes)
+{
+	my $n = SnowflakePglogical::node_number($node);
+	for my $i (1 .. 4)
+	{
+		my $client = start_lease_client($node, "node${n}_client$i", '--count', 2000,
+			'--hold-ms', 1000, ($i % 2 ? ('--ttl', 30) : ()));
+		push @clients, $client;
+	}
+}
+push @leases, wait_for_lease($_) for @clients;
+is(scalar(grep { defined } @leases), 8, 'four clients on each node got a lease');
+is(scalar(grep { finish_lease_client($_) != 0 } @clients), 0, 'every client ran')
+  or diag(join("\n", map { "$_->{name}: $_->{stderr}" } @clients));
+is( join(',', map { "$_->{node_id}:$_->{worker_id}" } @leases),
+	'1:124,1:125,1:126,1:127,2:124,2:125,2:126,2:127',
+	'each node leased the worker ids of its own node id');
+
+SnowflakePglogical::wait_caught_up(\@nodes);
+for my $node (@nodes)
+{
+	my $n = SnowflakePglogical::node_number($node);
+	is( $node->safe_psql(
+			$db, q{
+SELECT string_agg(node_id || ':' || count || ':' || states, ',' ORDER BY node_id)
+  FROM (SELECT node_id, count(*), count(state) AS states
+          FROM snowflake_leases GROUP BY node_id) AS s}),
+		$n == 1 ? '1:4:4,2:4:0' : '1:4:0,2:4:4',
+		"node $n has both nodes' leases, and shows the state of its own only");
+	is(SnowflakePglogical::conflicts($node), 0, "node $n: pglogical reports no conflict");
+}
+
+# With the other node's rows present, each node still leases its own ids.
+for my $node (@nodes)
+{
+	my $n = SnowflakePglogical::node_number($node);
+	is( $node->safe_psql(
+			$db,
+			q{SELECT node_id, worker_id >= 124 FROM snowflake_lease_worker('again', interval '1 minute')}),
+		"$n|t",
+		"node $n leases again from its own node id");
+}
+
+my %seen;
+my $all = 0;
+for my $i (0 .. $#clients)
+{
+	for my $id (read_ids($clients[$i]))
+	{
+		$all++;
+		$seen{$id}++;
+	}
+}
+is($all, 8 * 2000, 'the clients issued 16,000 IDs');
+is(scalar(keys %seen), $all, 'no ID repeats across the two nodes');
+my $wrong_node = 0;
+for my $i (0 .. $#clients)
+{
+	my ($first) = read_ids($clients[$i]);
+	$wrong_node++
+	  if $nodes[0]->safe_psql($db, "SELECT node_id FROM snowflake_decode($first)") !=
+	  $leases[$i]->{node_id};
+}
+is($wrong_node, 0, 'every client\'s IDs decode to its own node');
+
+done_testing();
