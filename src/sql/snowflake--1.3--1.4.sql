@@ -24,8 +24,10 @@
 -- extract(), coalesce(), greatest(), IS NULL and casts to built-in types
 -- resolves in pg_catalog by itself.)  OPERATOR() binds left to right at
 -- one precedence: compound expressions are parenthesised.
--- Every change is serialised by one advisory lock (class "leas", key the
--- node id) taken for the transaction, with a bounded wait.
+-- Every change is serialised by a SHARE ROW EXCLUSIVE lock on the lease
+-- table, taken for the transaction with a bounded wait (lock_timeout): a
+-- lock that only roles who may write the table can take, and that readers
+-- of the view do not wait for.
 
 CREATE FUNCTION snowflake_lease_context(caller text,
                                         OUT node_id integer,
@@ -65,6 +67,8 @@ CREATE TABLE snowflake_worker_leases (
     backend_start     timestamptz,        -- ... when it started ...
     instance_id       uuid,               -- ... and in which run of the server
     ttl               interval,           -- NULL: connection-scoped
+    window_ms         bigint NOT NULL,    -- the ttl, or the connection window, in ms
+    layout            text NOT NULL,      -- "epoch_ms/node_bits/worker_bits/sequence_bits" of the grant
     granted_at        timestamptz NOT NULL,
     renewed_at        timestamptz NOT NULL,
     not_before_ms     bigint NOT NULL,    -- Unix ms: the holder's IDs lie above ...
@@ -83,21 +87,21 @@ COMMENT ON TABLE snowflake_worker_leases IS
     'Worker ids leased to application-side generators, one row per worker id ever leased; read snowflake_leases';
 
 -- Whether the connection that holds a connection-scoped lease still runs:
--- the same pid, started at the same moment, in this run of the server.
--- SECURITY DEFINER because pg_stat_activity shows backend_start only to
--- the session's own role and to pg_read_all_stats.
-CREATE FUNCTION snowflake_lease_connection_alive(pid integer, started timestamptz,
-                                                 instance uuid)
+-- the same pid, started at the same moment.  (Callers also compare the
+-- row's instance_id with this run of the server's.)  SECURITY DEFINER
+-- because pg_stat_activity shows backend_start only to the session's own
+-- role and to pg_read_all_stats; it tells no more than whether a guessed
+-- pid and start time, to the microsecond, belong to a running session.
+CREATE FUNCTION snowflake_lease_connection_alive(pid integer, started timestamptz)
 RETURNS boolean
 LANGUAGE sql STABLE STRICT PARALLEL RESTRICTED SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-SELECT instance OPERATOR(pg_catalog.=) (SELECT s.instance_id FROM @extschema@.snowflake_status() AS s)
-       AND EXISTS (SELECT 1 FROM pg_catalog.pg_stat_get_activity(pid) AS a
-                    WHERE a.backend_start OPERATOR(pg_catalog.=) started)
+SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_get_activity(pid) AS a
+                WHERE a.backend_start OPERATOR(pg_catalog.=) started)
 $$;
 
-COMMENT ON FUNCTION snowflake_lease_connection_alive(integer, timestamptz, uuid) IS
+COMMENT ON FUNCTION snowflake_lease_connection_alive(integer, timestamptz) IS
     'Internal: whether the connection holding a connection-scoped lease still runs';
 
 -- Unix milliseconds to timestamptz and back, exactly (the millisecond of a
@@ -113,12 +117,26 @@ COMMENT ON FUNCTION snowflake_lease_time(bigint) IS
 
 CREATE FUNCTION snowflake_lease_ms(ts timestamptz)
 RETURNS bigint
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT pg_catalog.floor(extract(epoch FROM ts) OPERATOR(pg_catalog.*) 1000)::bigint $$;
 
 COMMENT ON FUNCTION snowflake_lease_ms(timestamptz) IS
     'Internal: converts a timestamptz to Unix milliseconds, rounding down';
+
+-- A layout as a lease records it, "epoch_ms/node_bits/worker_bits/sequence_bits".
+CREATE FUNCTION snowflake_lease_layout(epoch timestamptz, node_bits integer, worker_bits integer,
+                                       sequence_bits integer)
+RETURNS text
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT pg_catalog.format('%s/%s/%s/%s', @extschema@.snowflake_lease_ms(epoch), node_bits, worker_bits,
+                         sequence_bits)
+$$;
+
+COMMENT ON FUNCTION snowflake_lease_layout(timestamptz, integer, integer, integer) IS
+    'Internal: a layout as a worker-id lease records it';
 
 -- The clock checks of a lease and a renewal: the client's clock against the
 -- database's, and against the last timestamp the worker id's previous
@@ -208,10 +226,12 @@ REVOKE ALL ON FUNCTION snowflake_lease_reported_ms(snowflake_worker_leases, bigi
 COMMENT ON FUNCTION snowflake_lease_reported_ms(snowflake_worker_leases, bigint) IS
     'Internal: the timestamp of an ID reported for a lease, which must lie in the lease''s window';
 
--- The lease a renewal or release names: held by this node, by the calling
--- role (or a superuser), and for a connection-scoped lease by this
--- connection.  Locks its row.
-CREATE FUNCTION snowflake_lease_held(token bigint, node integer, caller text)
+-- The lease a renewal or release names: held by this node, in this node's
+-- lease space and layout (both may have changed at a restart), by the
+-- calling role (or a superuser), and for a connection-scoped lease by this
+-- connection.
+CREATE FUNCTION snowflake_lease_held(token bigint, node integer, first_worker_id integer,
+                                     layout text, instance uuid, caller text)
 RETURNS @extschema@.snowflake_worker_leases
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -219,10 +239,21 @@ AS $$
 DECLARE
     lease @extschema@.snowflake_worker_leases;
 BEGIN
+    IF token IS NULL THEN
+        RAISE EXCEPTION '% needs a lease token', caller
+              USING ERRCODE = 'null_value_not_allowed';
+    END IF;
     SELECT * INTO lease FROM @extschema@.snowflake_worker_leases AS l
      WHERE l.node_id OPERATOR(pg_catalog.=) node
-       AND l.token OPERATOR(pg_catalog.=) snowflake_lease_held.token
-       FOR UPDATE;
+       AND l.token OPERATOR(pg_catalog.=) snowflake_lease_held.token;
+    IF FOUND AND (lease.worker_id OPERATOR(pg_catalog.<) first_worker_id
+                  OR lease.layout OPERATOR(pg_catalog.<>) snowflake_lease_held.layout) THEN
+        RAISE EXCEPTION 'snowflake lease % is not held', token
+              USING ERRCODE = 'object_not_in_prerequisite_state',
+                    DETAIL = pg_catalog.format('Its worker id %s was leased under another layout or lease space than this server''s (snowflake.worker_bits, snowflake.lease_workers and the others changed at a restart).',
+                                               lease.worker_id),
+                    HINT = 'Stop issuing IDs under this lease, and lease a worker id again.';
+    END IF;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'snowflake lease % is not held', token
               USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -233,13 +264,12 @@ BEGIN
     IF lease.holder_role OPERATOR(pg_catalog.<>) session_user
        AND NOT (SELECT r.rolsuper FROM pg_catalog.pg_roles AS r
                  WHERE r.rolname OPERATOR(pg_catalog.=) session_user) THEN
-        RAISE EXCEPTION 'snowflake lease % belongs to role "%"', token, lease.holder_role
+        RAISE EXCEPTION 'snowflake lease % belongs to another role', token
               USING ERRCODE = 'insufficient_privilege';
     END IF;
     IF lease.ttl IS NULL AND lease.released_at IS NULL
        AND NOT (lease.backend_pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()
-                AND coalesce(@extschema@.snowflake_lease_connection_alive(lease.backend_pid, lease.backend_start,
-                                                                          lease.instance_id), false)) THEN
+                AND lease.instance_id OPERATOR(pg_catalog.=) instance) THEN
         RAISE EXCEPTION 'snowflake lease % belongs to another connection', token
               USING ERRCODE = 'object_not_in_prerequisite_state',
                     DETAIL = 'A connection-scoped lease is held by the connection that took it, and ends with it.',
@@ -249,9 +279,9 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION snowflake_lease_held(bigint, integer, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION snowflake_lease_held(bigint, integer, integer, text, uuid, text) FROM PUBLIC;
 
-COMMENT ON FUNCTION snowflake_lease_held(bigint, integer, text) IS
+COMMENT ON FUNCTION snowflake_lease_held(bigint, integer, integer, text, uuid, text) IS
     'Internal: the lease a token names, if the caller holds it';
 
 CREATE FUNCTION snowflake_lease_worker(holder text,
@@ -279,6 +309,7 @@ DECLARE
     ctx record;
     chosen record;
     now_ms bigint;
+    floor_ms bigint;
     window_ms bigint;
     nb_ms bigint;
     next_free timestamptz;
@@ -289,20 +320,30 @@ BEGIN
               USING ERRCODE = 'invalid_parameter_value',
                     HINT = 'Describe the instance that leases, such as its host, process id and name.';
     END IF;
-    IF ttl OPERATOR(pg_catalog.<) interval '1 second'
-       OR ttl OPERATOR(pg_catalog.>) interval '24 hours' THEN
-        RAISE EXCEPTION 'a snowflake lease''s ttl must lie between 1 second and 24 hours, not %', ttl
-              USING ERRCODE = 'invalid_parameter_value',
-                    HINT = 'Pass NULL for a lease held as long as the connection.';
+    -- One conversion of the ttl, stored with the lease and used by every
+    -- renewal: months (of no fixed length) are refused, days are 24 h.
+    IF ttl IS NOT NULL THEN
+        window_ms := pg_catalog.floor(extract(epoch FROM ttl) OPERATOR(pg_catalog.*) 1000)::bigint;
+        IF extract(year FROM ttl) OPERATOR(pg_catalog.<>) 0
+           OR extract(month FROM ttl) OPERATOR(pg_catalog.<>) 0
+           OR window_ms OPERATOR(pg_catalog.<) 1000
+           OR window_ms OPERATOR(pg_catalog.>) 86400000 THEN
+            RAISE EXCEPTION 'a snowflake lease''s ttl must lie between 1 second and 24 hours, not %', ttl
+                  USING ERRCODE = 'invalid_parameter_value',
+                        HINT = 'Pass NULL for a lease held as long as the connection.';
+        END IF;
+    ELSE
+        window_ms := ctx.connection_window_ms;
     END IF;
     IF ctx.lease_workers OPERATOR(pg_catalog.=) 0 THEN
         RAISE EXCEPTION 'no snowflake worker ids are set aside for leases'
               USING ERRCODE = 'object_not_in_prerequisite_state',
                     HINT = 'Set snowflake.lease_workers in postgresql.conf and restart the server.';
     END IF;
-    PERFORM pg_catalog.pg_advisory_xact_lock(1818583411, ctx.node_id);    -- "leas"
+    LOCK TABLE @extschema@.snowflake_worker_leases IN SHARE ROW EXCLUSIVE MODE;
 
     now_ms := @extschema@.snowflake_lease_ms(pg_catalog.clock_timestamp());
+    floor_ms := @extschema@.snowflake_lease_ms(ctx.sessions_floor);
     -- The free worker id freed longest ago (released, expired, or whose
     -- connection ended); never leased ones first.
     SELECT w.id AS worker_id, l.*,
@@ -318,8 +359,9 @@ BEGIN
         OR l.released_at IS NOT NULL
         OR (l.ttl IS NOT NULL AND l.not_after_ms OPERATOR(pg_catalog.<=) now_ms)
         OR (l.ttl IS NULL
-            AND NOT coalesce(@extschema@.snowflake_lease_connection_alive(l.backend_pid, l.backend_start,
-                                                                          l.instance_id), false))
+            AND NOT (l.instance_id OPERATOR(pg_catalog.=) ctx.instance_id
+                     AND coalesce(@extschema@.snowflake_lease_connection_alive(l.backend_pid,
+                                                                               l.backend_start), false)))
      ORDER BY free_since_ms NULLS FIRST, w.id
      LIMIT 1;
     IF NOT FOUND THEN
@@ -329,10 +371,11 @@ BEGIN
            AND l.worker_id OPERATOR(pg_catalog.>=) ctx.first_worker_id;
         RAISE EXCEPTION 'all % snowflake worker ids set aside for leases are leased', ctx.lease_workers
               USING ERRCODE = 'configuration_limit_exceeded',
-                    DETAIL = pg_catalog.format('snowflake.lease_workers is %s on node %s; %s', ctx.lease_workers, ctx.node_id,
+                    DETAIL = pg_catalog.format('Node %s sets aside %s worker ids (snowflake.lease_workers). %s',
+                                               ctx.node_id, ctx.lease_workers,
                                                CASE WHEN next_free IS NULL
-                                                    THEN 'every lease is held by a connection.'
-                                                    ELSE pg_catalog.format('the first time-scoped lease runs out at %s unless renewed.',
+                                                    THEN 'Every lease is held by a connection.'
+                                                    ELSE pg_catalog.format('The first time-scoped lease runs out at %s unless renewed.',
                                                                            next_free) END),
                     HINT = 'Release leases that are no longer used, or raise snowflake.lease_workers and restart the server.';
     END IF;
@@ -343,17 +386,27 @@ BEGIN
     -- Above the sessions that used the worker id before this start, and
     -- above the previous holder: its last report, its not_before, and the
     -- end of its window unless it released.
-    nb_ms := greatest(@extschema@.snowflake_lease_ms(ctx.sessions_floor),
+    nb_ms := greatest(floor_ms,
                       chosen.not_before_ms,
                       chosen.last_timestamp_ms,
                       CASE WHEN chosen.released_at IS NULL
                            THEN chosen.not_after_ms OPERATOR(pg_catalog.-) 1 END);
-    window_ms := coalesce(@extschema@.snowflake_lease_ms('epoch'::timestamptz OPERATOR(pg_catalog.+) ttl),
-                          ctx.connection_window_ms);
+    -- A worker id whose holders vanished one after another, each just after
+    -- its grant, would push not_before ever further ahead: refuse a wait
+    -- longer than one connection window rather than hand it out.
+    IF nb_ms OPERATOR(pg_catalog.>) (greatest(now_ms, floor_ms)
+                                     OPERATOR(pg_catalog.+) ctx.connection_window_ms) THEN
+        RAISE EXCEPTION 'no snowflake worker id can be leased before %',
+                        @extschema@.snowflake_lease_time(nb_ms OPERATOR(pg_catalog.+) 1)
+              USING ERRCODE = 'configuration_limit_exceeded',
+                    DETAIL = pg_catalog.format('Worker id %s, the free one freed longest ago, was held until then by holders that vanished.',
+                                               chosen.worker_id),
+                    HINT = 'Lease again after that time, or raise snowflake.lease_workers and restart the server.';
+    END IF;
 
     INSERT INTO @extschema@.snowflake_worker_leases AS l
            (node_id, worker_id, token, holder, holder_role, client_addr, application_name,
-            backend_pid, backend_start, instance_id, ttl, granted_at, renewed_at,
+            backend_pid, backend_start, instance_id, ttl, window_ms, layout, granted_at, renewed_at,
             not_before_ms, not_after_ms, last_timestamp_ms, released_at)
     SELECT ctx.node_id, chosen.worker_id,
            coalesce((SELECT pg_catalog.max(o.token) FROM @extschema@.snowflake_worker_leases AS o
@@ -364,13 +417,16 @@ BEGIN
            CASE WHEN ttl IS NULL THEN (SELECT a.backend_start
                                          FROM pg_catalog.pg_stat_get_activity(pg_catalog.pg_backend_pid()) AS a) END,
            CASE WHEN ttl IS NULL THEN ctx.instance_id END,
-           ttl, pg_catalog.clock_timestamp(), pg_catalog.clock_timestamp(), nb_ms,
+           ttl, window_ms,
+           @extschema@.snowflake_lease_layout(ctx.epoch, ctx.node_bits, ctx.worker_bits, ctx.sequence_bits),
+           pg_catalog.clock_timestamp(), pg_catalog.clock_timestamp(), nb_ms,
            greatest(now_ms, nb_ms) OPERATOR(pg_catalog.+) window_ms, NULL, NULL
     ON CONFLICT ON CONSTRAINT snowflake_worker_leases_pkey DO UPDATE
        SET token = excluded.token, holder = excluded.holder, holder_role = excluded.holder_role,
            client_addr = excluded.client_addr, application_name = excluded.application_name,
            backend_pid = excluded.backend_pid, backend_start = excluded.backend_start,
            instance_id = excluded.instance_id, ttl = excluded.ttl,
+           window_ms = excluded.window_ms, layout = excluded.layout,
            granted_at = excluded.granted_at, renewed_at = excluded.renewed_at,
            not_before_ms = excluded.not_before_ms, not_after_ms = excluded.not_after_ms,
            last_timestamp_ms = NULL, released_at = NULL
@@ -412,8 +468,11 @@ DECLARE
     now_ms bigint;
 BEGIN
     ctx := @extschema@.snowflake_lease_context('snowflake_renew_lease()');
-    PERFORM pg_catalog.pg_advisory_xact_lock(1818583411, ctx.node_id);
-    lease := @extschema@.snowflake_lease_held(token, ctx.node_id, 'snowflake_renew_lease()');
+    LOCK TABLE @extschema@.snowflake_worker_leases IN SHARE ROW EXCLUSIVE MODE;
+    lease := @extschema@.snowflake_lease_held(token, ctx.node_id, ctx.first_worker_id,
+                                              @extschema@.snowflake_lease_layout(ctx.epoch, ctx.node_bits,
+                                                                                 ctx.worker_bits, ctx.sequence_bits),
+                                              ctx.instance_id, 'snowflake_renew_lease()');
     IF lease.released_at IS NOT NULL THEN
         RAISE EXCEPTION 'snowflake lease % was released', token
               USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -425,11 +484,7 @@ BEGIN
 
     UPDATE @extschema@.snowflake_worker_leases AS l
        SET renewed_at = pg_catalog.clock_timestamp(),
-           not_after_ms = greatest(l.not_after_ms,
-                                   now_ms OPERATOR(pg_catalog.+)
-                                   coalesce(@extschema@.snowflake_lease_ms('epoch'::timestamptz
-                                                                           OPERATOR(pg_catalog.+) l.ttl),
-                                            ctx.connection_window_ms)),
+           not_after_ms = greatest(l.not_after_ms, now_ms OPERATOR(pg_catalog.+) l.window_ms),
            last_timestamp_ms = greatest(l.last_timestamp_ms, reported_ms)
      WHERE l.node_id OPERATOR(pg_catalog.=) lease.node_id
        AND l.worker_id OPERATOR(pg_catalog.=) lease.worker_id
@@ -457,12 +512,20 @@ DECLARE
     reported_ms bigint;
 BEGIN
     ctx := @extschema@.snowflake_lease_context('snowflake_release_lease()');
-    PERFORM pg_catalog.pg_advisory_xact_lock(1818583411, ctx.node_id);
-    lease := @extschema@.snowflake_lease_held(token, ctx.node_id, 'snowflake_release_lease()');
+    LOCK TABLE @extschema@.snowflake_worker_leases IN SHARE ROW EXCLUSIVE MODE;
+    lease := @extschema@.snowflake_lease_held(token, ctx.node_id, ctx.first_worker_id,
+                                              @extschema@.snowflake_lease_layout(ctx.epoch, ctx.node_bits,
+                                                                                 ctx.worker_bits, ctx.sequence_bits),
+                                              ctx.instance_id, 'snowflake_release_lease()');
     IF lease.released_at IS NOT NULL THEN
         RETURN false;
     END IF;
     reported_ms := @extschema@.snowflake_lease_reported_ms(lease, last_id);
+    -- Another role (a superuser) revokes the lease: it cannot know what
+    -- the holder issued, so the next holder starts above the whole window.
+    IF lease.holder_role OPERATOR(pg_catalog.<>) session_user THEN
+        reported_ms := greatest(reported_ms, lease.not_after_ms OPERATOR(pg_catalog.-) 1);
+    END IF;
     UPDATE @extschema@.snowflake_worker_leases AS l
        SET released_at = pg_catalog.clock_timestamp(),
            last_timestamp_ms = greatest(l.last_timestamp_ms, reported_ms)
@@ -484,8 +547,8 @@ SELECT l.node_id, l.worker_id, l.token,
        CASE WHEN l.node_id <> s.node_id THEN NULL
             WHEN l.released_at IS NOT NULL THEN 'released'
             WHEN l.ttl IS NULL THEN
-                 CASE WHEN coalesce(snowflake_lease_connection_alive(l.backend_pid, l.backend_start,
-                                                                     l.instance_id), false)
+                 CASE WHEN l.instance_id = s.instance_id
+                           AND coalesce(snowflake_lease_connection_alive(l.backend_pid, l.backend_start), false)
                       THEN 'held' ELSE 'disconnected' END
             WHEN l.not_after_ms > snowflake_lease_ms(clock_timestamp()) THEN 'held'
             ELSE 'expired' END AS state,
@@ -497,7 +560,7 @@ SELECT l.node_id, l.worker_id, l.token,
        snowflake_lease_time(l.last_timestamp_ms) AS last_timestamp,
        l.released_at
   FROM snowflake_worker_leases AS l,
-       LATERAL (SELECT st.node_id FROM snowflake_status() AS st) AS s;
+       LATERAL (SELECT st.node_id, st.instance_id FROM snowflake_status() AS st) AS s;
 
 COMMENT ON VIEW snowflake_leases IS
     'Worker ids leased to application-side generators: holder, state, window and last reported timestamp';

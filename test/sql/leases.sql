@@ -20,7 +20,7 @@ SELECT name, setting, unit, context
 -- not_before to not_after = expires_at, a third of the ttl between renewals,
 -- and the layout.
 SELECT worker_id, node_id, token, expires_at = not_after AS expires_at_is_not_after,
-       not_after - granted_at BETWEEN interval '29.99 s' AND interval '30 s' AS ttl_window,
+       not_after - granted_at BETWEEN interval '29 s' AND interval '30 s' AS ttl_window,
        not_before <= granted_at AS not_before_past, renew_interval,
        epoch, timestamp_bits, node_bits, worker_bits, sequence_bits
   FROM snowflake_lease_worker('app-1', interval '30 seconds');
@@ -28,7 +28,7 @@ SELECT * FROM snowflake_lease_worker('app-1', interval '30 seconds') \gset first
 -- A connection-scoped lease: no expiry, a window of
 -- snowflake.lease_connection_window (10 s) past each contact.
 SELECT worker_id, token, expires_at IS NULL AS no_expiry,
-       not_after - granted_at BETWEEN interval '9.99 s' AND interval '10 s' AS connection_window,
+       not_after - granted_at BETWEEN interval '9 s' AND interval '10 s' AS connection_window,
        renew_interval
   FROM snowflake_lease_worker('app-2');
 SELECT * FROM snowflake_lease_worker('app-3', client_time => clock_timestamp()) \gset conn_
@@ -132,6 +132,11 @@ SELECT * FROM snowflake_lease_worker('app-9', interval '0.5 s');
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM snowflake_lease_worker('app-9', interval '25 hours');
 \echo :LAST_ERROR_SQLSTATE
+-- A month has no fixed length; days are 24 hours.
+SELECT * FROM snowflake_lease_worker('app-9', interval '1 month -29 days');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_renew_lease(NULL, NULL);
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM snowflake_lease_worker('');
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM snowflake_renew_lease(424242, NULL);
@@ -171,16 +176,16 @@ SELECT token AS short_token FROM snowflake_lease_worker('app-13', interval '1 se
 SELECT pg_sleep(1.1);
 SELECT state FROM snowflake_leases WHERE token = :short_token;
 SELECT expires_at > clock_timestamp() AS renewed FROM snowflake_renew_lease(:short_token, NULL);
-SELECT state FROM snowflake_leases WHERE token = :short_token;
 SELECT snowflake_release_lease(:short_token, NULL) AS released;
 
 -- Rows of another node (a replicated lease table) are neither leased nor
 -- judged here: their state is NULL, and this node's tokens and worker ids
 -- are its own.
 INSERT INTO snowflake_worker_leases
-       (node_id, worker_id, token, holder, holder_role, ttl, granted_at, renewed_at,
-        not_before_ms, not_after_ms)
-SELECT 5, w, 1000 + w, 'on node 5', 'nobody', interval '1 hour', now(), now(), 0,
+       (node_id, worker_id, token, holder, holder_role, ttl, window_ms, layout, granted_at,
+        renewed_at, not_before_ms, not_after_ms)
+SELECT 5, w, 1000 + w, 'on node 5', 'nobody', interval '1 hour', 3600000, '1735689600000/3/7/12',
+       now(), now(), 0,
        (extract(epoch FROM now() + interval '1 hour') * 1000)::bigint
   FROM generate_series(124, 127) AS w;
 SELECT node_id, count(*), count(state) FROM snowflake_leases GROUP BY node_id ORDER BY node_id;

@@ -104,6 +104,14 @@ SELECT snowflake_release_lease(:admins_token, NULL);
 \set VERBOSITY default
 RESET SESSION AUTHORIZATION;
 SELECT snowflake_release_lease(:admins_token, NULL) AS released_by_its_role;
+-- A superuser may revoke another role's lease; not knowing what its holder
+-- issued, the next holder starts above the lease's whole window.
+SET SESSION AUTHORIZATION regress_snowflake_user;
+SELECT token AS users_token FROM snowflake_lease_worker('user''s', interval '1 minute') \gset
+RESET SESSION AUTHORIZATION;
+SELECT snowflake_release_lease(:users_token, NULL) AS revoked;
+SELECT last_timestamp = not_after - interval '1 ms' AS above_whole_window
+  FROM snowflake_leases WHERE token = :users_token;
 REVOKE EXECUTE ON FUNCTION snowflake_lease_worker(text, interval, timestamptz),
                            snowflake_renew_lease(bigint, bigint, timestamptz),
                            snowflake_release_lease(bigint, bigint)

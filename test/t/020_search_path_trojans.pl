@@ -1,7 +1,8 @@
 # Objects a non-superuser plants never run with the rights of the
 # extension: not in the registry worker (a superuser), not when a session
-# records a layout as the extension's owner, and not in a superuser's call
-# of snowflake_convert_column().
+# records a layout as the extension's owner, not in a superuser's call of
+# snowflake_convert_column(), and not in the worker-id lease functions
+# (SECURITY DEFINER: they run as the extension's owner).
 #
 # The owner of the registry database (snowflake.database), not a superuser,
 # plants in its public schema functions, aggregates and operators that the
@@ -12,7 +13,8 @@
 # DATABASE ... SET search_path).  Each records its call and tries to make
 # the owner a superuser.  Then the registry runs many rounds, another role
 # and a superuser generate and decode IDs, a superuser converts a serial
-# column, and a layout change is recorded.  No trojan may have run, and the
+# column, another role leases, renews and releases worker ids, and a layout
+# change is recorded.  No trojan may have run, and the
 # owner must still not be a superuser.
 
 use strict;
@@ -20,6 +22,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes;
 
 my $node = PostgreSQL::Test::Cluster->new('trojans');
 $node->init;
@@ -28,6 +31,7 @@ $node->append_conf(
 shared_preload_libraries = 'snowflake'
 snowflake.database = 'appdb'
 snowflake.registry_interval = 200
+snowflake.lease_workers = 4
 ));
 $node->start;
 
@@ -68,7 +72,19 @@ my @operators = (
 	[ '<>', 'oid', 'regtype', 'boolean' ],
 	[ '+', 'bigint', 'integer', 'bigint' ],
 	[ '||', 'text', 'text', 'text' ],
-	[ '*', 'numeric', 'integer', 'numeric' ],);
+	[ '*', 'numeric', 'integer', 'numeric' ],
+	# The types the worker-id lease functions compare and compute with.
+	[ '=', 'bigint', 'bigint', 'boolean' ],
+	[ '<', 'bigint', 'bigint', 'boolean' ],
+	[ '<=', 'bigint', 'bigint', 'boolean' ],
+	[ '>=', 'integer', 'integer', 'boolean' ],
+	[ '-', 'bigint', 'integer', 'bigint' ],
+	[ '+', 'bigint', 'bigint', 'bigint' ],
+	[ '=', 'text', 'text', 'boolean' ],
+	[ '<>', 'name', 'name', 'boolean' ],
+	[ '=', 'timestamptz', 'timestamptz', 'boolean' ],
+	[ '>', 'interval', 'interval', 'boolean' ],
+	[ '+', 'timestamptz', 'interval', 'timestamptz' ],);
 my $operator_sql = '';
 my $n = 0;
 for my $op (@operators)
@@ -140,13 +156,45 @@ END
 \$\$;
 CREATE AGGREGATE public.count(*) (SFUNC = public.trojan_count, STYPE = bigint,
                                   INITCOND = '0');
+
+CREATE FUNCTION public.clock_timestamp() RETURNS timestamptz
+LANGUAGE plpgsql AS \$\$
+BEGIN
+    PERFORM public.trojan('clock_timestamp()');
+    RETURN pg_catalog.clock_timestamp();
+END
+\$\$;
+
+CREATE FUNCTION public.pg_backend_pid() RETURNS integer
+LANGUAGE plpgsql AS \$\$
+BEGIN
+    PERFORM public.trojan('pg_backend_pid()');
+    RETURN pg_catalog.pg_backend_pid();
+END
+\$\$;
+
+CREATE FUNCTION public.generate_series(integer, integer) RETURNS SETOF integer
+LANGUAGE plpgsql AS \$\$
+BEGIN
+    PERFORM public.trojan('generate_series(integer,integer)');
+    RETURN QUERY SELECT * FROM pg_catalog.generate_series(\$1, \$2);
+END
+\$\$;
+
+CREATE FUNCTION public.floor(numeric) RETURNS numeric
+LANGUAGE plpgsql AS \$\$
+BEGIN
+    PERFORM public.trojan('floor(numeric)');
+    RETURN pg_catalog.floor(\$1);
+END
+\$\$;
 $operator_sql
 ALTER DATABASE appdb SET search_path = public, pg_catalog;
 });
 
 is( app_psql(
 		q{SELECT count(*) FROM pg_proc WHERE proowner = 'appowner'::regrole}),
-	7 + scalar(@operators),
+	11 + scalar(@operators),
 	'the trojans are in place');
 
 # The trojans do work against a session that does not guard itself.
@@ -169,7 +217,7 @@ ok( $node->poll_query_until(
 
 # --- sessions of another role and of a superuser ---------------------------
 
-as_role('bob', q{SELECT snowflake_nextval() FROM generate_series(1, 3)});
+as_role('bob', q{SELECT snowflake_nextval() FROM pg_catalog.generate_series(1, 3)});
 like(
 	as_role('bob', q{SELECT worker_id FROM snowflake_decode(snowflake_nextval())}),
 	qr/^\d+$/,
@@ -183,6 +231,45 @@ SELECT snowflake_nextval();
 });
 is(app_psql(q{SELECT count(*) FROM public.orders}),
 	1, 'a superuser converted a serial column in appdb');
+
+# --- worker-id leases, as the extension's owner, called by another role -----
+
+$node->safe_psql(
+	'appdb', q{
+SET search_path = pg_catalog, pg_temp;
+GRANT EXECUTE ON FUNCTION public.snowflake_lease_worker(text, interval, timestamptz),
+                          public.snowflake_renew_lease(bigint, bigint, timestamptz),
+                          public.snowflake_release_lease(bigint, bigint)
+   TO bob;});
+# bob's own statements use no operator and no function but the extension's,
+# so only the extension's code could meet a trojan; bob's search_path puts
+# public first.  His clock is passed as a literal.
+sub bob_clock
+{
+	my $now = Time::HiRes::time();
+	my @t = gmtime($now);
+	return sprintf("'%04d-%02d-%02d %02d:%02d:%02d.%03d+00'",
+		$t[5] + 1900, $t[4] + 1, @t[ 3, 2, 1, 0 ], int(($now - int($now)) * 1000));
+}
+my ($ttl_token, $worker, $node_id, $not_before) = split /\|/, as_role(
+	'bob', qq{
+SELECT token, worker_id, node_id, extract(epoch FROM not_before)
+  FROM snowflake_lease_worker('bob', interval '1 minute', @{[ bob_clock() ]})});
+my $conn_token = as_role('bob',
+	qq{SELECT token FROM snowflake_lease_worker('bob', NULL, @{[ bob_clock() ]})});
+my $epoch_ms = 1735689600000;    # 2025-01-01 UTC
+my $last_id =
+  ((int($not_before * 1000) + 1 - $epoch_ms) << 22) | ($node_id << 19) | ($worker << 12);
+is( as_role(
+		'bob', qq{
+SELECT expires_at IS NOT NULL FROM snowflake_renew_lease($ttl_token, $last_id, @{[ bob_clock() ]})}),
+	't',
+	'bob renews his lease with an ID issued under it');
+is(as_role('bob', qq{SELECT snowflake_release_lease($ttl_token, $last_id)}),
+	't', 'and releases it');
+is( app_psql(q{SELECT state FROM public.snowflake_leases WHERE holder = 'bob' ORDER BY token}),
+	"released\ndisconnected",
+	'a superuser reads the leases');
 
 # --- a layout change, recorded as the extension's owner ----------------------
 

@@ -23,11 +23,34 @@ use Time::HiRes qw(usleep);
 my $node = PostgreSQL::Test::Cluster->new('leases');
 $node->init;
 $node->append_conf('postgresql.conf',
-	lease_node_settings(lease_workers => 1, lease_connection_window => '2s'));
+	lease_node_settings(lease_workers => 1, lease_connection_window => '2s')
+	  # Nothing flushes a commit but the commit itself, so that a lease
+	  # committed asynchronously would be lost in a crash (section 5).
+	  . "wal_writer_delay = '10s'\n");
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
 
 sub max_of { my $m = 0; $m = $_ > $m ? $_ : $m for @_; return $m }
+
+# Waits until $condition returns true, for at most the default timeout;
+# dies (failing the test) rather than hang.
+sub wait_until
+{
+	my ($condition, $what) = @_;
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+	until ($condition->())
+	{
+		die "timed out waiting for $what" if time() > $deadline;
+		usleep(50_000);
+	}
+	return;
+}
+
+sub lease_state
+{
+	return $node->safe_psql('postgres',
+		q{SELECT state FROM snowflake_leases WHERE worker_id = 127});
+}
 sub min_of { my $m; $m = !defined $m || $_ < $m ? $_ : $m for @_; return $m }
 
 # Unix ms of an ID's timestamp.
@@ -42,7 +65,7 @@ sub id_ms
 my $dead = start_lease_client($node, 'dead', '--count', 1_000_000, '--rate', 2000);
 my $dead_lease = wait_for_lease($dead);
 is($dead_lease->{worker_id}, 127, 'the only lease worker id is 127');
-usleep(200_000) until read_ids($dead) >= 200;
+wait_until(sub { read_ids($dead) >= 200 }, 'the doomed client\'s IDs');
 $dead->{harness}->signal('KILL');
 finish_lease_client($dead);
 my @dead_ids = read_ids($dead);
@@ -59,7 +82,7 @@ ok(min_of(@next_ids) > max_of(@dead_ids),
 	'every ID of the next holder is above every ID of the killed one');
 
 # 2. A ttl lease that runs out without a release.
-my $lapsed = start_lease_client($node, 'lapsed', '--ttl', 2, '--count', 500, '--no-release');
+my $lapsed = start_lease_client($node, 'lapsed', '--ttl', 5, '--count', 500, '--no-release');
 my $lapsed_lease = wait_for_lease($lapsed);
 is(finish_lease_client($lapsed), 0, 'a client exits without releasing its ttl lease');
 like($lapsed->{stdout}, qr/^not released$/m, 'it says so');
@@ -67,9 +90,7 @@ my ($ret, $out, $err) = $node->psql('postgres',
 	q{SELECT * FROM snowflake_lease_worker('too early', interval '1 minute')});
 like($err, qr/all 1 snowflake worker ids set aside for leases are leased/,
 	'until the lease runs out, its worker id is not leased again');
-usleep(100_000)
-  until $node->safe_psql('postgres',
-	q{SELECT state FROM snowflake_leases WHERE worker_id = 127}) eq 'expired';
+wait_until(sub { lease_state() eq 'expired' }, 'the lapsed lease to expire');
 my $heir = start_lease_client($node, 'heir', '--count', 1000);
 my $heir_lease = wait_for_lease($heir);
 is($heir_lease->{worker_id}, 127, 'the expired worker id is leased again');
@@ -86,12 +107,15 @@ ok(id_ms(min_of(read_ids($heir))) >= $lapsed_lease->{not_after},
 my $zombie = start_lease_client($node, 'zombie', '--ttl', 2, '--count', 1_000_000,
 	'--rate', 1000);
 my $zombie_lease = wait_for_lease($zombie);
-usleep(100_000) until read_ids($zombie) >= 100;
+wait_until(sub { read_ids($zombie) >= 100 }, 'the zombie\'s IDs');
 my $pid = $zombie->{harness}->{KIDS}[0]{PID};
 kill 'STOP', $pid;
-usleep(100_000)
-  until $node->safe_psql('postgres',
-	q{SELECT state FROM snowflake_leases WHERE worker_id = 127}) eq 'expired';
+wait_until(sub { lease_state() eq 'expired' }, 'the zombie\'s lease to expire');
+# The zombie may have renewed before it was stopped: its window ends where
+# the table says, not where its grant said.
+my $zombie_not_after = $node->safe_psql('postgres',
+	qq{SELECT (extract(epoch FROM not_after) * 1000)::bigint FROM snowflake_leases
+	    WHERE token = $zombie_lease->{token}});
 my $usurper = start_lease_client($node, 'usurper', '--ttl', 30, '--count', 1000,
 	'--hold-ms', 3000);
 my $usurper_lease = wait_for_lease($usurper);
@@ -102,7 +126,7 @@ like($zombie->{stderr}, qr/lease lost: .*snowflake lease $zombie_lease->{token} 
 	'its renewal was refused: its token no longer matches');
 is(finish_lease_client($usurper), 0, 'the new holder ran');
 my @zombie_ids = read_ids($zombie);
-ok(id_ms(max_of(@zombie_ids)) < $zombie_lease->{not_after},
+ok(id_ms(max_of(@zombie_ids)) < $zombie_not_after,
 	'the zombie issued nothing at or past its expiry');
 ok(min_of(read_ids($usurper)) > max_of(@zombie_ids),
 	'the new holder\'s IDs are above every ID of the zombie');
@@ -173,5 +197,58 @@ my $grown = $node->safe_psql('postgres', q{
 SELECT worker_id, not_before FROM snowflake_lease_worker('grown', interval '1 minute')});
 is($grown, "126|$floor",
 	'worker id 126, which sessions could use before, is leased from this run\'s generation floor');
+
+# A lease of another layout cannot be renewed: its client makes IDs with
+# the old widths.  One more worker bit (a safe layout change) moves the
+# lease space to 254 and 255.
+$node->safe_psql('postgres',
+	q{SELECT snowflake_release_lease(token, NULL) FROM snowflake_leases WHERE holder = 'grown'});
+my $old_token = $node->safe_psql('postgres',
+	q{SELECT token FROM snowflake_lease_worker('old layout', interval '10 minutes')});
+$node->append_conf('postgresql.conf', 'snowflake.worker_bits = 8');
+$node->restart;
+($ret, $out, $err) = $node->psql('postgres',
+	"SELECT * FROM snowflake_renew_lease($old_token, NULL)");
+like($err, qr/snowflake lease $old_token is not held.*\n.*another layout or lease space/,
+	'after a layout change, an old lease is not held any more');
+is($node->safe_psql('postgres',
+		q{SELECT worker_id FROM snowflake_lease_worker('new layout', interval '1 minute')}),
+	'254', 'the new lease space is leased');
+
+# 7. Holders that vanish one after another, each right after its grant,
+# push the worker id's not_before further ahead each time (each may have
+# issued IDs up to the end of its window).  A grant that would have to wait
+# more than one connection window (10 s here) is refused instead of handed
+# out.  Each psql below leases and disconnects at once.
+my $runaway = PostgreSQL::Test::Cluster->new('runaway');
+$runaway->init;
+$runaway->append_conf('postgresql.conf', lease_node_settings(lease_workers => 1));
+$runaway->start;
+$runaway->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+my $vanish = q{SELECT (extract(epoch FROM not_before - clock_timestamp()) * 1000)::bigint
+                 FROM snowflake_lease_worker('vanishes')};
+my $first_wait = $runaway->safe_psql('postgres', $vanish);
+ok($first_wait <= 0, 'the first holder need not wait');
+# Until the first connection is gone, the worker id is still held.
+my ($second_ret, $second_wait, $second_err);
+for (1 .. 100)
+{
+	($second_ret, $second_wait, $second_err) = $runaway->psql('postgres', $vanish);
+	last if $second_ret == 0;
+	usleep(50_000);
+}
+is($second_ret, 0, 'the vanished holder\'s worker id is leased again');
+ok($second_wait > 5000 && $second_wait <= 10000,
+	"the second holder waits for the first one's window ($second_wait ms)");
+my ($third_ret, $third_out, $third_err);
+for (1 .. 100)
+{
+	($third_ret, $third_out, $third_err) = $runaway->psql('postgres', $vanish);
+	last if $third_err !~ /are leased/;
+	usleep(50_000);
+}
+like($third_err, qr/ERROR:  no snowflake worker id can be leased before /,
+	'a third would wait for both windows: refused, naming the time');
+$runaway->stop;
 
 done_testing();

@@ -74,6 +74,7 @@ like($holder->query_safe(
 	qr/t/, 'the connection-scoped lease is held and renewed on the primary');
 $conn_not_after = $holder->query_safe(
 	qq{SELECT not_after FROM snowflake_leases WHERE token = $conn_token});
+$primary->wait_for_catchup($standby);
 is($standby->safe_psql('postgres', q{SELECT count(*) FROM snowflake_worker_leases}),
 	'2', 'the standby has both leases');
 

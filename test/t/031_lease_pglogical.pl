@@ -35,7 +35,7 @@ push @leases, wait_for_lease($_) for @clients;
 is(scalar(grep { defined } @leases), 8, 'four clients on each node got a lease');
 is(scalar(grep { finish_lease_client($_) != 0 } @clients), 0, 'every client ran')
   or diag(join("\n", map { "$_->{name}: $_->{stderr}" } @clients));
-is( join(',', map { "$_->{node_id}:$_->{worker_id}" } @leases),
+is( join(',', sort map { "$_->{node_id}:$_->{worker_id}" } @leases),
 	'1:124,1:125,1:126,1:127,2:124,2:125,2:126,2:127',
 	'each node leased the worker ids of its own node id');
 

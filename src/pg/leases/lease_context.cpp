@@ -11,9 +11,10 @@
  *
  * It also refuses what would make a lease unsafe to use, before the
  * function that calls it changes anything:
- *	- a transaction block or subtransaction: the client would read a grant
- *	  or a renewal that a later ROLLBACK undoes, and generate under a lease
- *	  the table no longer records;
+ *	- a transaction block, a subtransaction, or a place in a pipeline after
+ *	  another statement: the client would read a grant or a renewal that a
+ *	  later ROLLBACK or failure undoes, and generate under a lease the table
+ *	  no longer records;
  *	- recovery: a standby's table is a copy;
  *	- a database other than snowflake.database: each database with the
  *	  extension has the table, and two of them would hand out one worker id.
@@ -58,14 +59,34 @@ RefuseUnsafeLeaseCall(const char *caller)
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("cannot lease snowflake worker ids during recovery"),
 				 errhint("Call %s on the primary.", caller)));
-	if (IsTransactionBlock() || IsSubTransaction())
+	/* A subtransaction's block state counts as a transaction block too. */
+	if (IsSubTransaction())
 		ereport(ERROR,
 				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
-				 IsTransactionBlock() ?
-					 errmsg("%s cannot run inside a transaction block", caller) :
-					 errmsg("%s cannot run inside a subtransaction", caller),
+				 errmsg("%s cannot run inside a subtransaction", caller),
 				 errdetail("A lease must be committed before the client uses it."),
 				 errhint("Call it in autocommit mode, in a statement of its own.")));
+	if (IsTransactionBlock())
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("%s cannot run inside a transaction block", caller),
+				 errdetail("A lease must be committed before the client uses it."),
+				 errhint("Call it in autocommit mode, in a statement of its own.")));
+
+	/*
+	 * In an extended-protocol pipeline, the statements before the next Sync
+	 * share one implicit transaction: a later failure would undo a lease
+	 * whose result the client has read.  Refuse to follow another statement
+	 * there, and make the transaction commit right after this one, as
+	 * CREATE DATABASE does.
+	 */
+	if (MyXactFlags & XACT_FLAGS_PIPELINING)
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("%s cannot be executed within a pipeline", caller),
+				 errdetail("A lease must be committed before the client uses it."),
+				 errhint("Call it in autocommit mode, in a statement of its own.")));
+	MyXactFlags |= XACT_FLAGS_NEEDIMMEDIATECOMMIT;
 
 	char *database = get_database_name(MyDatabaseId);
 
@@ -99,8 +120,7 @@ snowflake_lease_context(PG_FUNCTION_ARGS)
 	 * earlier runs nothing above floor - 1: a worker id that joined the
 	 * lease space at this start is safe to lease above it.
 	 */
-	int64 floor = RecoveryInProgress() ? GenerationFloorOrNow(state) :
-										 GenerationFloor(state);
+	int64 floor = GenerationFloor(state);
 
 	if (get_call_result_type(fcinfo, nullptr, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");

@@ -55,8 +55,8 @@ CheckLeaseSpaceOfDataDirectory(void)
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("snowflake.lease_workers cannot shrink from %lld to %d",
 					static_cast<long long>(fields[1]), lease_workers),
-			 errdetail("Worker ids %u to %u were leased to applications, which may still "
-					   "issue IDs with them; sessions would issue the same IDs.",
+			 errdetail("Worker ids %u to %u may have been leased to applications, which "
+					   "may still issue IDs with them; sessions would issue the same IDs.",
 					   all - static_cast<uint32>(fields[1]),
 					   all - static_cast<uint32>(lease_workers) - 1),
 			 errhint("Restore snowflake.lease_workers = %lld, or see \"Changing the "

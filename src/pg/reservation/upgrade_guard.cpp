@@ -84,9 +84,9 @@ GuardStateAcrossUpgrade(void)
 						"state files were not carried into it"),
 				 errdetail("Without the old data directory's snowflake.reservation, IDs "
 						   "could start below IDs that the old cluster issued."),
-				 errhint("Copy snowflake.layout and snowflake.reservation from the old "
-						 "data directory into \"%s\", or see \"Upgrading PostgreSQL\" "
-						 "in the snowflake documentation.",
+				 errhint("Copy snowflake.layout, snowflake.reservation and, if it exists, "
+						 "snowflake.leases from the old data directory into \"%s\", or see "
+						 "\"Upgrading PostgreSQL\" in the snowflake documentation.",
 						 DataDir)));
 	/* Carried: the reservation bounds the old IDs from now on. */
 	(void) durable_unlink(marker, LOG);
