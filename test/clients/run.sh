@@ -60,7 +60,8 @@ create_db() {
 		-c 'CREATE EXTENSION snowflake' >/dev/null
 }
 
-start_cluster default "$default_port" &
+# Worker ids 124 to 127 are leased to applications (psycopg's pipeline test).
+start_cluster default "$default_port" "snowflake.lease_workers = 4" &
 start_default=$!
 # The JavaScript-safe layout: 2 node, 2 worker and 8 sequence bits.
 # (4 worker slots: the server warns that max_connections is larger.)

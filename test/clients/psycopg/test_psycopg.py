@@ -1,7 +1,8 @@
 """psycopg 3 with snowflake IDs: rows keyed by the column default, IDs read
-back exactly as Python ints, decoded, a batch from snowflake_nextval(n), and
-a time range on the primary key.  Connects through the PG* environment
-variables (test/clients/run.sh sets them)."""
+back exactly as Python ints, decoded, a batch from snowflake_nextval(n),
+a time range on the primary key, and worker-id leases in pipeline mode
+(in database postgres, the cluster's snowflake.database).  Connects through
+the PG* environment variables (test/clients/run.sh sets them)."""
 
 import os
 import sys
@@ -99,6 +100,35 @@ with c.step("time bounds"):
     c.eq(got, want, "the range query returns exactly the rows whose "
          "timestamps lie in the range")
     c.eq(got, ids[:3], "the range holds the three rows made before the pause")
+
+with c.step("worker-id leases in a pipeline"), \
+        psycopg.connect(dbname="postgres", autocommit=True) as lconn:
+    # In a pipeline, statements before the Sync share one transaction: a
+    # lease after another statement is refused ...
+    try:
+        with lconn.pipeline() as p:
+            lconn.execute("SELECT 1")
+            lconn.execute("SELECT worker_id FROM snowflake_lease_worker('pipelined', '1 minute')")
+            p.sync()
+        c.ok(False, "a lease after another statement of a pipeline is refused")
+    except psycopg.errors.ActiveSqlTransaction as e:
+        c.ok("cannot be executed within a pipeline" in str(e),
+             "a lease after another statement of a pipeline is refused (25001)", str(e))
+    # ... and a lease first in a pipeline commits at once, so a failure
+    # after it does not undo a lease the client has read.
+    try:
+        with lconn.pipeline() as p:
+            lconn.execute("SELECT worker_id FROM snowflake_lease_worker('first', '1 minute')")
+            lconn.execute("SELECT 1/0")
+            p.sync()
+    except psycopg.errors.DivisionByZero:
+        pass
+    held = lconn.execute("SELECT token, state FROM snowflake_leases"
+                        " WHERE holder = 'first'").fetchall()
+    c.eq([state for _, state in held], ["held"],
+         "a lease first in a pipeline is committed before the statements after it")
+    for token, _ in held:
+        lconn.execute("SELECT snowflake_release_lease(%s, NULL)", (token,))
 
 conn.close()
 c.finish()
