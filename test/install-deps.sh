@@ -30,6 +30,8 @@ packages=(
 	python3-django
 	default-jdk-headless      # javac and java, for the JDBC test
 	libpostgresql-jdbc-java   # the JDBC driver, /usr/share/java/postgresql.jar
+	golang-go                 # go build, for the Go lease test (GOPATH mode)
+	golang-github-jackc-pgx-v4-dev # pgx v4 and its deps, in /usr/share/gocode
 )
 # node-postgres needs Node and npm; a machine may have them from elsewhere.
 command -v node >/dev/null 2>&1 || packages+=(nodejs)

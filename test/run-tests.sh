@@ -15,8 +15,8 @@
 #   5. pg_regress, 6. isolation specs, 7. TAP tests (each on its own
 #      throwaway clusters, as an unprivileged user, TAP_JOBS files at a
 #      time, default 3),
-#   8. the clients tier: psycopg 3, SQLAlchemy, Django, node-postgres and
-#      JDBC against a throwaway cluster (test/clients/run.sh),
+#   8. the clients tier: psycopg 3, SQLAlchemy, Django, node-postgres,
+#      JDBC and Go (pgx) against a throwaway cluster (test/clients/run.sh),
 #   9. pg_regress and isolation again, with the extension built with
 #      -DUSE_ASSERT_CHECKING (make ASSERTS=1), so its Assert()s run, and
 #      TAP as well against the last version; the build without them is

@@ -1,4 +1,4 @@
-"""Keeps docs/clients.md in step with the client tests.
+"""Keeps docs/clients.md and docs/leases.md in step with the client tests.
 
 The tests mark the lines a user copies:
 
@@ -6,10 +6,11 @@ The tests mark the lines a user copies:
     ...
     # end docs
 
-and docs/clients.md shows each of them in a code block right after the
+and one of the docs shows each of them in a code block right after the
 line <!-- tested: NAME -->.  Every marked region must appear in the docs,
 dedented, exactly as it stands in the test, and every tested block in the
-docs must name a region.  Usage: docs_sync.py docs/clients.md test/clients
+docs must name a region.  Usage:
+docs_sync.py docs/clients.md docs/leases.md test/clients
 """
 
 import pathlib
@@ -27,7 +28,7 @@ END = re.compile(r"^\s*(?:#|//) end docs\s*$")
 def regions(root):
     found = {}
     for path in sorted(root.rglob("*")):
-        if (path.suffix not in (".py", ".js", ".java") or "node_modules" in path.parts
+        if (path.suffix not in (".py", ".js", ".java", ".go") or "node_modules" in path.parts
                 or path.name == "docs_sync.py"):
             continue
         name, lines = None, []
@@ -59,20 +60,26 @@ def tested_blocks(doc):
 
 
 def main():
-    doc_path, root = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]).resolve()
+    doc_paths = [pathlib.Path(p) for p in sys.argv[1:-1]]
+    root = pathlib.Path(sys.argv[-1]).resolve()
     c = Checks("docs")
-    doc = doc_path.read_text()
     code = regions(root)
-    docs = tested_blocks(doc)
-    c.ok(doc.count("<!-- tested:") == sum(len(v) for v in docs.values()),
-         "every <!-- tested: --> marker is followed by a code block")
+    docs = {}                       # region -> [(doc name, block)]
+    for doc_path in doc_paths:
+        doc = doc_path.read_text()
+        blocks = tested_blocks(doc)
+        c.ok(doc.count("<!-- tested:") == sum(len(v) for v in blocks.values()),
+             f"every <!-- tested: --> marker of {doc_path.name} is followed by a code block")
+        for name, found in blocks.items():
+            docs.setdefault(name, []).extend((doc_path.name, b) for b in found)
+    names = ", ".join(p.name for p in doc_paths)
     for name, (path, text) in sorted(code.items()):
-        c.ok(name in docs, f"{path}: region {name} is shown in {doc_path.name}")
-        for block in docs.get(name, []):
-            c.ok(block == text, f"{doc_path.name} shows region {name} as it is "
+        c.ok(name in docs, f"{path}: region {name} is shown in {names}")
+        for doc_name, block in docs.get(name, []):
+            c.ok(block == text, f"{doc_name} shows region {name} as it is "
                  f"in {path}", f"docs:\n{block}\ntest:\n{text}")
     for name in sorted(set(docs) - set(code)):
-        c.ok(False, f"{doc_path.name} shows region {name}, which no test has")
+        c.ok(False, f"{docs[name][0][0]} shows region {name}, which no test has")
     c.finish()
 
 

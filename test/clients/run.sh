@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The clients tier: real client libraries (psycopg 3, SQLAlchemy, Django,
-# node-postgres, JDBC) against snowflake IDs.  Starts two throwaway
+# node-postgres, JDBC, and Go's pgx for worker-id leases) against snowflake
+# IDs, and the check that docs/clients.md and docs/leases.md show their
+# marked snippets exactly (docs_sync.py).  Starts two throwaway
 # clusters with the extension preloaded, reachable only through a Unix
 # socket in a temporary directory: one with the default layout, one with
 # the JavaScript-safe layout (12 bits below the timestamp, so IDs stay below
@@ -102,7 +104,7 @@ run_client() {
 	fi
 }
 
-run_client docs "$python" "$here/docs_sync.py" "$top/docs/clients.md" "$here"
+run_client docs "$python" "$here/docs_sync.py" "$top/docs/clients.md" "$top/docs/leases.md" "$here"
 run_client psycopg "$python" "$here/psycopg/test_psycopg.py"
 run_client sqlalchemy "$python" "$here/sqlalchemy/test_sqlalchemy.py"
 run_client django env PYTHONPATH="$here/django" DJANGO_SETTINGS_MODULE=snowflake_site.settings \
@@ -118,6 +120,14 @@ jdbc_test() {
 			SnowflakeJdbcTest "$tmp/.s.PGSQL.$default_port"
 }
 run_client jdbc jdbc_test
+# Go: the lease recipe of docs/leases.md, built here in GOPATH mode against
+# Debian's pgx v4 (no module proxy); its database is "postgres".
+go_test() {
+	command -v go >/dev/null || { echo "go: not installed (test/install-deps.sh installs golang-go)"; return 1; }
+	GO111MODULE=off GOFLAGS='' GOPROXY=off GOPATH=/usr/share/gocode GOCACHE="$tmp/gocache" \
+		go build -o "$tmp/go-lease" "$here/go/lease_test_main.go" && "$tmp/go-lease"
+}
+run_client go go_test
 
 if [ "$failed" -ne 0 ]; then
 	echo "server logs: $tmp/default.log, $tmp/jssafe.log" >&2

@@ -2,6 +2,7 @@ import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
@@ -11,9 +12,11 @@ import java.util.Objects;
 /**
  * JDBC (Debian's PostgreSQL driver) with snowflake IDs: rows keyed by the
  * column default, IDs from getGeneratedKeys(), exact reads as long,
- * decoding, one snowflake_nextval(n) batch and one time range.  Argument:
- * the path of the server's Unix socket; PGDATABASE and PGUSER name the
- * database and the user (test/clients/run.sh sets them).
+ * decoding, one snowflake_nextval(n) batch and one time range; and the
+ * worker-id lease recipe of docs/leases.md, in database "postgres" (the
+ * cluster's snowflake.database).  Argument: the path of the server's Unix
+ * socket; PGDATABASE and PGUSER name the database and the user
+ * (test/clients/run.sh sets them).
  */
 public class SnowflakeJdbcTest {
     private static int passed;
@@ -112,16 +115,109 @@ public class SnowflakeJdbcTest {
         }
     }
 
-    public static void main(String[] args) throws Exception {
-        String url = "jdbc:postgresql://localhost/" + System.getenv("PGDATABASE")
-                + "?user=" + System.getenv("PGUSER")
-                + "&socketFactory=UnixSocketFactory&socketFactoryArg=" + args[0]
+    private static String url(String database, String socket) {
+        return "jdbc:postgresql://localhost/" + database + "?user=" + System.getenv("PGUSER")
+                + "&socketFactory=UnixSocketFactory&socketFactoryArg=" + socket
                 + "&sslmode=disable&gssEncMode=disable";
-        try (Connection conn = DriverManager.getConnection(url)) {
+    }
+
+    public static void main(String[] args) throws Exception {
+        try (Connection conn = DriverManager.getConnection(url(System.getenv("PGDATABASE"), args[0]))) {
             run(conn);
         }
+        step("worker-id leases", () -> {
+            try (Connection db = DriverManager.getConnection(url("postgres", args[0]))) {
+                leases(db);
+            }
+        });
         System.out.println("jdbc: " + passed + " passed, " + failed + " failed");
         System.exit(failed == 0 && passed > 0 ? 0 : 1);
+    }
+
+    /** Renews a lease: the new not_after, or -1 if the lease is lost. */
+    private static long renew(Connection db, long token, long lastId) throws SQLException {
+        // docs: jdbc-renew
+        try (PreparedStatement renew = db.prepareStatement(
+                "SELECT (extract(epoch FROM not_after) * 1000)::bigint FROM snowflake_renew_lease(?, ?, ?)")) {
+            renew.setLong(1, token);
+            renew.setLong(2, lastId);                      // the last ID issued
+            renew.setObject(3, OffsetDateTime.now());      // the client's clock
+            try (ResultSet r = renew.executeQuery()) {
+                r.next();
+                return r.getLong(1);                       // the new not_after
+            }
+        } catch (SQLException e) {
+            if ("55000".equals(e.getSQLState())) {
+                return -1;                                 // lost: stop generating for good
+            }
+            throw e;
+        }
+        // end docs
+    }
+
+    private static void leases(Connection db) throws Exception {
+        Layout layout = new Layout();
+        try (Statement st = db.createStatement();
+                ResultSet rs = st.executeQuery("SELECT epoch, node_bits, worker_bits, sequence_bits "
+                        + "FROM snowflake_status()")) {
+            rs.next();
+            layout.epochMs = rs.getObject(1, OffsetDateTime.class).toInstant().toEpochMilli();
+            layout.nodeBits = rs.getInt(2);
+            layout.workerBits = rs.getInt(3);
+            layout.sequenceBits = rs.getInt(4);
+        }
+        String host = "jdbc-test";
+        // docs: jdbc-lease
+        PreparedStatement lease = db.prepareStatement(
+                "SELECT worker_id, node_id, token, (extract(epoch FROM not_before) * 1000)::bigint,"
+                + " (extract(epoch FROM not_after) * 1000)::bigint"
+                + " FROM snowflake_lease_worker(?, NULL, ?)");   // NULL ttl: held while db is open
+        lease.setString(1, host + ":" + ProcessHandle.current().pid());
+        lease.setObject(2, OffsetDateTime.now());                // the client's clock
+        ResultSet r = lease.executeQuery();
+        r.next();
+        int workerId = r.getInt(1);
+        int nodeId = r.getInt(2);
+        long token = r.getLong(3);
+        long notBefore = r.getLong(4);                           // issue IDs strictly after this ms
+        long notAfter = r.getLong(5);                            // and strictly before this one
+        // end docs
+        ok(workerId >= 124 && workerId <= 127, "a worker id of the lease space (" + workerId + ")");
+        long ms = System.currentTimeMillis();
+        while (ms <= notBefore) {
+            ms = System.currentTimeMillis();
+        }
+        ok(ms < notAfter, "the clock lies inside the lease's window");
+        long lastId = ((ms - layout.epochMs) << (layout.nodeBits + layout.workerBits + layout.sequenceBits))
+                | ((long) nodeId << (layout.workerBits + layout.sequenceBits))
+                | ((long) workerId << layout.sequenceBits);
+        List<Long> decoded = new ArrayList<>();
+        try (PreparedStatement ps = db.prepareStatement("SELECT (extract(epoch FROM ts) * 1000)::bigint, "
+                + "node_id, worker_id, seq FROM snowflake_decode(?)")) {
+            ps.setLong(1, lastId);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                for (int i = 1; i <= 4; i++) {
+                    decoded.add(rs.getLong(i));
+                }
+            }
+        }
+        eq(decoded, List.of(ms, (long) nodeId, (long) workerId, 0L),
+                "snowflake_decode() gives the lease's node and worker id and the ID's millisecond");
+        Thread.sleep(5);
+        long renewed = renew(db, token, lastId);
+        ok(renewed > notAfter, "a renewal moves not_after");
+        // docs: jdbc-release
+        try (PreparedStatement release = db.prepareStatement("SELECT snowflake_release_lease(?, ?)")) {
+            release.setLong(1, token);
+            release.setLong(2, lastId);                          // the last ID issued
+            release.executeQuery();
+        }
+        // end docs
+        eq(queryLong(db, "SELECT (extract(epoch FROM last_timestamp) * 1000)::bigint"
+                + " FROM snowflake_leases WHERE token = ? AND state = 'released'", token), ms,
+                "the release records the last ID's millisecond");
+        eq(renew(db, token, lastId), -1L, "a renewal of a released lease fails with 55000");
     }
 
     private static void run(Connection conn) throws Exception {

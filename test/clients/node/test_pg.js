@@ -4,8 +4,9 @@
 // pg.types.setTypeParser(20, BigInt)), shows that Number loses precision
 // with the default layout but not with the JavaScript-safe one, and does
 // the checks of every client: the column default, exact reads, decoding,
-// one snowflake_nextval(n) batch and one time range.  Connects through the
-// PG* environment variables; the JavaScript-safe cluster is on the same
+// one snowflake_nextval(n) batch and one time range; and the worker-id
+// lease recipe of docs/leases.md.  Connects through the PG* environment
+// variables; the JavaScript-safe cluster is on the same
 // socket directory at port SNOWFLAKE_JS_SAFE_PORT, database "node"
 // (test/clients/run.sh sets them up).
 
@@ -220,11 +221,84 @@ async function jsSafeLayout() {
   await client.end()
 }
 
+// Worker-id leases, in database "postgres" (the cluster's
+// snowflake.database, with snowflake.lease_workers = 4): the recipe of
+// docs/leases.md, with a generator just large enough to test it.
+async function leases() {
+  const os = require('os')
+  const client = new pg.Client({ database: 'postgres' })
+  await client.connect()
+  const layout = (await client.query(LAYOUT_SQL)).rows[0]
+  // docs: node-lease
+  const { rows: [l] } = await client.query(
+    `SELECT worker_id, node_id, token::text,
+            (extract(epoch FROM not_before) * 1000)::bigint::text AS not_before,
+            (extract(epoch FROM not_after) * 1000)::bigint::text AS not_after
+       FROM snowflake_lease_worker($1, '30 seconds', $2)`,
+    [`${os.hostname()}:${process.pid}`, new Date()])
+  // end docs
+  ok(l.worker_id >= 124 && l.worker_id <= 127, `a worker id of the lease space (${l.worker_id})`)
+  // IDs strictly between not_before and not_after, one per millisecond.
+  const shifts = { node: BigInt(layout.worker_bits + layout.sequence_bits), worker: BigInt(layout.sequence_bits) }
+  const gen = {
+    last: null,
+    stopped: false,
+    notAfter: BigInt(l.not_after),
+    next() {
+      let ms = BigInt(Date.now())
+      while (ms <= BigInt(l.not_before) || (this.last !== null && ms <= this.lastMs)) ms = BigInt(Date.now())
+      if (ms >= this.notAfter || this.stopped) throw new Error('outside the lease')
+      this.lastMs = ms
+      this.last = ((ms - BigInt(layout.epoch_ms)) << (shifts.node + BigInt(layout.node_bits))) |
+        (BigInt(l.node_id) << shifts.node) | (BigInt(l.worker_id) << shifts.worker)
+      return this.last
+    },
+    lastId() { return this.last },
+    stop() { this.stopped = true },
+  }
+  const id = gen.next()
+  const idMs = gen.lastMs
+  gen.next()
+  const d = (await client.query(
+    `SELECT node_id, worker_id, (extract(epoch FROM ts) * 1000)::bigint::text AS ms
+       FROM snowflake_decode($1)`, [id.toString()])).rows[0]
+  eq([d.node_id, d.worker_id, BigInt(d.ms)], [l.node_id, l.worker_id, idMs],
+    "snowflake_decode() gives the lease's node and worker id and the ID's millisecond")
+  ok(BigInt(d.ms) > BigInt(l.not_before) && BigInt(d.ms) < gen.notAfter, 'the ID lies in the lease\'s window')
+  const before = gen.notAfter
+  await new Promise((resolve) => setTimeout(resolve, 5))
+  const renew = async () => {
+    // docs: node-renew
+    try {
+      const { rows: [r] } = await client.query(
+        `SELECT (extract(epoch FROM not_after) * 1000)::bigint::text AS not_after
+           FROM snowflake_renew_lease($1, $2, $3)`, [l.token, gen.lastId().toString(), new Date()])
+      gen.notAfter = BigInt(r.not_after)
+    } catch (e) {
+      if (e.code === '55000') gen.stop()    // lost: stop for good
+      else throw e
+    }
+    // end docs
+  }
+  await renew()
+  ok(gen.notAfter > before && !gen.stopped, 'a renewal moves not_after')
+  // docs: node-release
+  await client.query('SELECT snowflake_release_lease($1, $2)', [l.token, gen.lastId().toString()])
+  // end docs
+  eq((await client.query('SELECT state, (extract(epoch FROM last_timestamp) * 1000)::bigint::text AS ms' +
+    ' FROM snowflake_leases WHERE token = $1', [l.token])).rows[0], { state: 'released', ms: gen.lastMs.toString() },
+  'the release records the last ID\'s millisecond')
+  await renew()
+  ok(gen.stopped, 'a renewal of a released lease fails with 55000, and the generator stops')
+  await client.end()
+}
+
 async function main() {
   ok(require('pg/package.json').version === require('./package.json').dependencies.pg,
     `pg ${require('pg/package.json').version}, the pinned version`)
   await step('default layout', defaultLayout)
   await step('JavaScript-safe layout', jsSafeLayout)
+  await step('worker-id leases', leases)
   console.log(`node: ${passed} passed, ${failed} failed`)
   process.exitCode = failed === 0 && passed > 0 ? 0 : 1
 }
