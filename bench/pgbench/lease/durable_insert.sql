@@ -1,0 +1,1 @@
+INSERT INTO bench_durable VALUES (:client_id);

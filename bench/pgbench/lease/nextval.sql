@@ -1,0 +1,1 @@
+SELECT nextval('bench_seq');

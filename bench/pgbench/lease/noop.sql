@@ -1,0 +1,1 @@
+SELECT snowflake_bench_noop();
