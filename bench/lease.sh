@@ -23,7 +23,7 @@
 #   lease_release       snowflake_lease_worker() and
 #                       snowflake_release_lease() in one statement
 #
-# and reports the median latency of the runs.  About 2 minutes with the
+# and reports the median latency of the runs.  About 4 minutes with the
 # defaults: BENCH_LEASE_SECONDS (5), BENCH_LEASE_RUNS (3).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
