@@ -46,9 +46,10 @@ sub check_accepted
 	my ($case, %settings) = @_;
 	write_settings(%settings);
 	# Each case is a new layout on a data directory that issued no IDs under
-	# the previous one, so its record of the last layout is reset: changing
-	# layouts has a test of its own (006).
-	unlink $node->data_dir . '/snowflake.layout';
+	# the previous one, so its record of the last layout (and lease space)
+	# is reset: changing layouts has a test of its own (006), and the lease
+	# space too (029).
+	unlink $node->data_dir . '/snowflake.layout', $node->data_dir . '/snowflake.leases';
 
 	ok($node->start(fail_ok => 1), "$case: the server starts");
 	for my $name (sort keys %settings)
@@ -57,7 +58,16 @@ sub check_accepted
 			$settings{$name}, "$case: snowflake.$name is $settings{$name}");
 	}
 	$node->stop;
+	unlink $node->data_dir . '/snowflake.leases';
 }
+
+# --- the lease space --------------------------------------------------------
+
+check_refused(
+	'lease_workers 128 with 7 worker bits',
+	'snowflake.lease_workers 128 leaves no worker id to sessions',
+	lease_workers => 128);
+check_accepted('lease_workers 127 with 7 worker bits', lease_workers => 127);
 
 # --- node id out of range ---------------------------------------------------
 
@@ -218,6 +228,12 @@ SELECT (id >> 16) & 31 = 31
 )),
 	't',
 	'the node id sits in bits 16..20, the timestamp above them');
+
+# No worker id is set aside for leases here (snowflake.lease_workers = 0).
+my ($ret, $out, $err) = $node->psql('postgres',
+	q{SELECT * FROM snowflake_lease_worker('nothing to lease', interval '1 minute')});
+like($err, qr/ERROR:  no snowflake worker ids are set aside for leases/,
+	'with snowflake.lease_workers = 0 there is nothing to lease');
 
 $node->stop;
 

@@ -251,4 +251,40 @@ like($third_err, qr/ERROR:  no snowflake worker id can be leased before /,
 	'a third would wait for both windows: refused, naming the time');
 $runaway->stop;
 
+# 8. Reuse, least recently released first, and a client behind the last
+# timestamp a worker id's previous holder reported (a holder whose clock
+# ran 5 s ahead).  Two lease worker ids, 126 and 127.
+my $lru = PostgreSQL::Test::Cluster->new('lru');
+$lru->init;
+$lru->append_conf('postgresql.conf', lease_node_settings(lease_workers => 2));
+$lru->start;
+$lru->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+my $lease_sql = q{SELECT worker_id, token FROM snowflake_lease_worker('%s', interval '1 minute')};
+my ($a_worker, $a_token) = split /\|/, $lru->safe_psql('postgres', sprintf($lease_sql, 'a'));
+my ($b_worker, $b_token) = split /\|/, $lru->safe_psql('postgres', sprintf($lease_sql, 'b'));
+is("$a_worker|$b_worker", '126|127', 'never-leased ids first, lowest first');
+# b reports an ID of its window 5 s ahead of the clock, and releases.
+my $ahead_id = $lru->safe_psql(
+	'postgres', qq{
+SELECT (((extract(epoch FROM clock_timestamp() + interval '5 s') * 1000)::bigint
+         - (extract(epoch FROM s.epoch) * 1000)::bigint) << 22)
+       | (s.node_id::bigint << 19) | (${b_worker}::bigint << 12)
+  FROM snowflake_status() AS s});
+is($lru->safe_psql('postgres', "SELECT snowflake_release_lease($b_token, $ahead_id)"),
+	't', 'b releases, reporting an ID 5 s ahead');
+($ret, $out, $err) = $lru->psql('postgres',
+	q{SELECT * FROM snowflake_lease_worker('c', interval '1 minute', clock_timestamp())});
+like($err,
+	qr/ERROR:  the client's clock is behind the last timestamp of the worker id's previous holder by more than 1000 ms/,
+	'a client whose clock is behind b\'s last timestamp is refused');
+$lru->safe_psql('postgres', "SELECT snowflake_release_lease($a_token, NULL)");
+# Both free now; b's id was released first.
+is( $lru->safe_psql(
+		'postgres', qq{
+SELECT worker_id, not_before = snowflake_timestamp($ahead_id)
+  FROM snowflake_lease_worker('d', interval '1 minute')}),
+	"$b_worker|t",
+	'the id released longest ago (not the lowest) goes next, above its last reported ID');
+$lru->stop;
+
 done_testing();
