@@ -35,7 +35,6 @@ CREATE FUNCTION snowflake_lease_context(caller text,
                                         OUT lease_workers integer,
                                         OUT sessions_floor timestamptz,
                                         OUT instance_id uuid,
-                                        OUT clock_tolerance_ms integer,
                                         OUT connection_window_ms integer,
                                         OUT lease_database text,
                                         OUT epoch timestamptz,
@@ -142,17 +141,21 @@ COMMENT ON FUNCTION snowflake_lease_layout(timestamptz, integer, integer, intege
 -- database's, and against the last timestamp the worker id's previous
 -- holder reported (a new holder with a clock behind it would have to wait).
 CREATE FUNCTION snowflake_lease_check_clock(client_time timestamptz, db_now_ms bigint,
-                                            reported_ms bigint, tolerance_ms integer)
+                                            reported_ms bigint)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     client_ms bigint;
+    tolerance_ms bigint;
 BEGIN
     IF client_time IS NULL THEN
         RETURN;
     END IF;
+    -- snowflake.lease_clock_tolerance, shown with its unit ("1s").
+    tolerance_ms := pg_catalog.floor(extract(epoch FROM pg_catalog.current_setting('snowflake.lease_clock_tolerance')::interval)
+                                     OPERATOR(pg_catalog.*) 1000)::bigint;
     client_ms := @extschema@.snowflake_lease_ms(client_time);
     IF client_ms OPERATOR(pg_catalog.<) (db_now_ms OPERATOR(pg_catalog.-) tolerance_ms) THEN
         RAISE EXCEPTION 'the client''s clock is behind the database''s by more than % ms', tolerance_ms
@@ -177,9 +180,9 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION snowflake_lease_check_clock(timestamptz, bigint, bigint, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION snowflake_lease_check_clock(timestamptz, bigint, bigint) FROM PUBLIC;
 
-COMMENT ON FUNCTION snowflake_lease_check_clock(timestamptz, bigint, bigint, integer) IS
+COMMENT ON FUNCTION snowflake_lease_check_clock(timestamptz, bigint, bigint) IS
     'Internal: refuses a client whose clock is too far from the database''s or behind a worker id''s last timestamp';
 
 -- The timestamp of a reported ID, checked against the lease it was issued
@@ -226,28 +229,35 @@ REVOKE ALL ON FUNCTION snowflake_lease_reported_ms(snowflake_worker_leases, bigi
 COMMENT ON FUNCTION snowflake_lease_reported_ms(snowflake_worker_leases, bigint) IS
     'Internal: the timestamp of an ID reported for a lease, which must lie in the lease''s window';
 
--- The lease a renewal or release names: held by this node, in this node's
--- lease space and layout (both may have changed at a restart), by the
--- calling role (or a superuser), and for a connection-scoped lease by this
--- connection.
-CREATE FUNCTION snowflake_lease_held(token bigint, node integer, first_worker_id integer,
-                                     layout text, instance uuid, caller text)
+-- The start of a renewal or release ("caller"): the refusals of
+-- snowflake_lease_context(), the table lock, and the lease the token names,
+-- which must be held by this node, in this node's lease space and layout
+-- (both may have changed at a restart), by the calling role (or a
+-- superuser), and for a connection-scoped lease by this connection.
+CREATE FUNCTION snowflake_lease_held(token bigint, caller text)
 RETURNS @extschema@.snowflake_worker_leases
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    ctx record;
+    node integer;
     lease @extschema@.snowflake_worker_leases;
 BEGIN
     IF token IS NULL THEN
         RAISE EXCEPTION '% needs a lease token', caller
               USING ERRCODE = 'null_value_not_allowed';
     END IF;
+    ctx := @extschema@.snowflake_lease_context(caller);
+    node := ctx.node_id;
+    LOCK TABLE @extschema@.snowflake_worker_leases IN SHARE ROW EXCLUSIVE MODE;
     SELECT * INTO lease FROM @extschema@.snowflake_worker_leases AS l
      WHERE l.node_id OPERATOR(pg_catalog.=) node
        AND l.token OPERATOR(pg_catalog.=) snowflake_lease_held.token;
-    IF FOUND AND (lease.worker_id OPERATOR(pg_catalog.<) first_worker_id
-                  OR lease.layout OPERATOR(pg_catalog.<>) snowflake_lease_held.layout) THEN
+    IF FOUND AND (lease.worker_id OPERATOR(pg_catalog.<) ctx.first_worker_id
+                  OR lease.layout OPERATOR(pg_catalog.<>)
+                     @extschema@.snowflake_lease_layout(ctx.epoch, ctx.node_bits, ctx.worker_bits,
+                                                        ctx.sequence_bits)) THEN
         RAISE EXCEPTION 'snowflake lease % is not held', token
               USING ERRCODE = 'object_not_in_prerequisite_state',
                     DETAIL = pg_catalog.format('Its worker id %s was leased under another layout or lease space than this server''s (snowflake.worker_bits, snowflake.lease_workers and the others changed at a restart).',
@@ -269,7 +279,7 @@ BEGIN
     END IF;
     IF lease.ttl IS NULL AND lease.released_at IS NULL
        AND NOT (lease.backend_pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()
-                AND lease.instance_id OPERATOR(pg_catalog.=) instance) THEN
+                AND lease.instance_id OPERATOR(pg_catalog.=) ctx.instance_id) THEN
         RAISE EXCEPTION 'snowflake lease % belongs to another connection', token
               USING ERRCODE = 'object_not_in_prerequisite_state',
                     DETAIL = 'A connection-scoped lease is held by the connection that took it, and ends with it.',
@@ -279,9 +289,9 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION snowflake_lease_held(bigint, integer, integer, text, uuid, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION snowflake_lease_held(bigint, text) FROM PUBLIC;
 
-COMMENT ON FUNCTION snowflake_lease_held(bigint, integer, integer, text, uuid, text) IS
+COMMENT ON FUNCTION snowflake_lease_held(bigint, text) IS
     'Internal: the lease a token names, if the caller holds it';
 
 CREATE FUNCTION snowflake_lease_worker(holder text,
@@ -380,8 +390,7 @@ BEGIN
                     HINT = 'Release leases that are no longer used, or raise snowflake.lease_workers and restart the server.';
     END IF;
 
-    PERFORM @extschema@.snowflake_lease_check_clock(client_time, now_ms, chosen.last_timestamp_ms,
-                                                    ctx.clock_tolerance_ms);
+    PERFORM @extschema@.snowflake_lease_check_clock(client_time, now_ms, chosen.last_timestamp_ms);
 
     -- Above the sessions that used the worker id before this start, and
     -- above the previous holder: its last report, its not_before, and the
@@ -462,17 +471,11 @@ SET search_path = pg_catalog, pg_temp
 SET lock_timeout = '10s'
 AS $$
 DECLARE
-    ctx record;
     lease @extschema@.snowflake_worker_leases;
     reported_ms bigint;
     now_ms bigint;
 BEGIN
-    ctx := @extschema@.snowflake_lease_context('snowflake_renew_lease()');
-    LOCK TABLE @extschema@.snowflake_worker_leases IN SHARE ROW EXCLUSIVE MODE;
-    lease := @extschema@.snowflake_lease_held(token, ctx.node_id, ctx.first_worker_id,
-                                              @extschema@.snowflake_lease_layout(ctx.epoch, ctx.node_bits,
-                                                                                 ctx.worker_bits, ctx.sequence_bits),
-                                              ctx.instance_id, 'snowflake_renew_lease()');
+    lease := @extschema@.snowflake_lease_held(token, 'snowflake_renew_lease()');
     IF lease.released_at IS NOT NULL THEN
         RAISE EXCEPTION 'snowflake lease % was released', token
               USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -480,7 +483,7 @@ BEGIN
     END IF;
     reported_ms := @extschema@.snowflake_lease_reported_ms(lease, last_id);
     now_ms := @extschema@.snowflake_lease_ms(pg_catalog.clock_timestamp());
-    PERFORM @extschema@.snowflake_lease_check_clock(client_time, now_ms, NULL, ctx.clock_tolerance_ms);
+    PERFORM @extschema@.snowflake_lease_check_clock(client_time, now_ms, NULL);
 
     UPDATE @extschema@.snowflake_worker_leases AS l
        SET renewed_at = pg_catalog.clock_timestamp(),
@@ -507,16 +510,10 @@ SET search_path = pg_catalog, pg_temp
 SET lock_timeout = '10s'
 AS $$
 DECLARE
-    ctx record;
     lease @extschema@.snowflake_worker_leases;
     reported_ms bigint;
 BEGIN
-    ctx := @extschema@.snowflake_lease_context('snowflake_release_lease()');
-    LOCK TABLE @extschema@.snowflake_worker_leases IN SHARE ROW EXCLUSIVE MODE;
-    lease := @extschema@.snowflake_lease_held(token, ctx.node_id, ctx.first_worker_id,
-                                              @extschema@.snowflake_lease_layout(ctx.epoch, ctx.node_bits,
-                                                                                 ctx.worker_bits, ctx.sequence_bits),
-                                              ctx.instance_id, 'snowflake_release_lease()');
+    lease := @extschema@.snowflake_lease_held(token, 'snowflake_release_lease()');
     IF lease.released_at IS NOT NULL THEN
         RETURN false;
     END IF;

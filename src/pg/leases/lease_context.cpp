@@ -7,7 +7,7 @@
  * keep their state in the table snowflake_worker_leases.  What only the
  * library knows, they read here: the running layout and node id, where
  * the lease space starts, this run's generation floor and identity, and
- * the lease settings in force.  Internal: not granted to PUBLIC.
+ * the connection window in force.  Internal: not granted to PUBLIC.
  *
  * It also refuses what would make a lease unsafe to use, before the
  * function that calls it changes anything:
@@ -112,8 +112,8 @@ snowflake_lease_context(PG_FUNCTION_ARGS)
 
 	const snowflake::Layout &layout = g_settings.layout;
 	TupleDesc tupdesc;
-	Datum values[13];
-	bool nulls[13] = {false};
+	Datum values[12];
+	bool nulls[12] = {false};
 
 	/*
 	 * Sessions of this run issue nothing below the floor, and sessions of
@@ -129,14 +129,13 @@ snowflake_lease_context(PG_FUNCTION_ARGS)
 	values[2] = Int32GetDatum(g_settings.lease_workers);
 	values[3] = TimestampTzGetDatum(UnixMsToTimestampTz(layout.epoch_ms + floor - 1));
 	values[4] = UUIDPGetDatum(&state->instance_id);
-	values[5] = Int32GetDatum(g_settings.lease_clock_tolerance_ms);
-	values[6] = Int32GetDatum(g_settings.lease_connection_window_ms);
-	values[7] = CStringGetTextDatum(g_settings.registry_database);
-	values[8] = TimestampTzGetDatum(UnixMsToTimestampTz(layout.epoch_ms));
-	values[9] = Int32GetDatum(layout.TimestampBits());
-	values[10] = Int32GetDatum(layout.node_bits);
-	values[11] = Int32GetDatum(layout.worker_bits);
-	values[12] = Int32GetDatum(layout.sequence_bits);
+	values[5] = Int32GetDatum(g_settings.lease_connection_window_ms);
+	values[6] = CStringGetTextDatum(g_settings.registry_database);
+	values[7] = TimestampTzGetDatum(UnixMsToTimestampTz(layout.epoch_ms));
+	values[8] = Int32GetDatum(layout.TimestampBits());
+	values[9] = Int32GetDatum(layout.node_bits);
+	values[10] = Int32GetDatum(layout.worker_bits);
+	values[11] = Int32GetDatum(layout.sequence_bits);
 	PG_RETURN_DATUM(
 		HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }
