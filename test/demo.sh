@@ -30,6 +30,9 @@ port = $port
 # A round of the node registry every second instead of every 10 s, so that
 # the status below shows the round that follows CREATE EXTENSION.
 snowflake.registry_interval = '1s'
+# Worker ids 124 to 127 are leased to application-side generators
+# (docs/leases.md); sessions attach to 0 to 123.
+snowflake.lease_workers = 4
 CONF
 as_tester "$PG_BINDIR/pg_ctl" -D "$demo/data" -l "$demo/server.log" -w start >/dev/null
 
@@ -48,6 +51,13 @@ SELECT snowflake_nextval(3);
 SELECT count(*) AS rows_last_minute
   FROM orders
  WHERE id >= snowflake_min_id(now() - interval '1 minute');
+-- A worker id leased to an application-side generator for 30 s: it issues
+-- IDs whose timestamps lie between not_before and not_after, renews with
+-- the last one, and releases (docs/leases.md).
+SELECT worker_id, node_id, token, not_before, not_after, renew_interval
+  FROM snowflake_lease_worker('demo-app:4242', interval '30 seconds');
+SELECT worker_id, state, holder, expires_at FROM snowflake_leases;
+SELECT snowflake_release_lease(token, NULL) AS released FROM snowflake_leases;
 -- Wait for the registry's first round since CREATE EXTENSION.
 DO $$
 BEGIN
