@@ -51,8 +51,14 @@ struct Settings
 	int			lease_connection_window_ms;
 };
 
-/* The longest a lease may run ahead of its last renewal (its ttl or window): 24 h. */
+/*
+ * The longest a lease may run ahead of its last renewal (its ttl or window):
+ * 24 h.  A layout change is accepted only if new IDs lie above
+ * kMaxReachAheadMs past the start, which must so cover every lease too.
+ */
 constexpr int kMaxLeaseWindowMs = 86400000;
+static_assert(kMaxLeaseWindowMs <= kMaxReachAheadMs,
+			  "a layout change must lie beyond every lease's window");
 
 extern Settings g_settings;
 

@@ -30,19 +30,12 @@ static SharedStateInitializer initialize_subsystems = nullptr;
 static shmem_request_hook_type prev_shmem_request_hook = nullptr;
 static shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
 
-static uint32
-SlotCount(void)
-{
-	/* The lease space (snowflake.lease_workers) above them has no slots. */
-	return SessionWorkerIds();
-}
-
 /* Where the attachments start: after the slots, on a cache line. */
 static Size
 AttachmentsOffset(void)
 {
 	return CACHELINEALIGN(add_size(offsetof(SharedState, slots),
-								   mul_size(SlotCount(), sizeof(PaddedWorkerSlot))));
+								   mul_size(SessionWorkerIds(), sizeof(PaddedWorkerSlot))));
 }
 
 static Size
@@ -62,14 +55,21 @@ RequestSharedState(void)
 	RequestNamedLWLockTranche(kSharedLockTrancheName, 1);
 
 	/* Not a problem, but worth knowing when reading the IDs' worker ids. */
-	if (SlotCount() < static_cast<uint32>(MaxConnections))
-		ereport(LOG,
-				(errmsg("snowflake.worker_bits = %d gives %u worker slots, fewer than "
+	if (SessionWorkerIds() < static_cast<uint32>(MaxConnections))
+		ereport(
+			LOG,
+			(g_settings.lease_workers == 0 ?
+				 errmsg("snowflake.worker_bits = %d gives %u worker slots, fewer than "
 						"max_connections (%d)",
-						g_settings.layout.worker_bits, SlotCount(), MaxConnections),
-				 errdetail("Sessions beyond the slot count share slots, and with them "
-						   "the %u IDs per millisecond of a slot.",
-						   g_settings.layout.MaxSequence() + 1)));
+						g_settings.layout.worker_bits, SessionWorkerIds(), MaxConnections) :
+				 errmsg(
+					 "snowflake.worker_bits = %d with snowflake.lease_workers = %d "
+					 "leaves %u worker slots to sessions, fewer than max_connections (%d)",
+					 g_settings.layout.worker_bits, g_settings.lease_workers,
+					 SessionWorkerIds(), MaxConnections),
+			 errdetail("Sessions beyond the slot count share slots, and with them "
+					   "the %u IDs per millisecond of a slot.",
+					   g_settings.layout.MaxSequence() + 1)));
 }
 
 static void
@@ -116,7 +116,7 @@ StartSharedState(void)
 	{
 		state->started_unix_ms = NowUnixMs();
 		pg_atomic_init_u64(&state->release_counter, 0);
-		state->slot_count = SlotCount();
+		state->slot_count = SessionWorkerIds();	/* none for the lease space */
 		state->attachment_count = static_cast<uint32>(MaxBackends);
 		state->attachments_offset = AttachmentsOffset();
 		InitSlots(state);

@@ -36,7 +36,6 @@ CREATE FUNCTION snowflake_lease_context(caller text,
                                         OUT sessions_floor timestamptz,
                                         OUT instance_id uuid,
                                         OUT connection_window_ms integer,
-                                        OUT lease_database text,
                                         OUT epoch timestamptz,
                                         OUT timestamp_bits integer,
                                         OUT node_bits integer,
@@ -91,6 +90,8 @@ COMMENT ON TABLE snowflake_worker_leases IS
 -- because pg_stat_activity shows backend_start only to the session's own
 -- role and to pg_read_all_stats; it tells no more than whether a guessed
 -- pid and start time, to the microsecond, belong to a running session.
+-- PUBLIC keeps EXECUTE: snowflake_leases calls it with its reader's rights,
+-- and a role granted SELECT on the view needs it.
 CREATE FUNCTION snowflake_lease_connection_alive(pid integer, started timestamptz)
 RETURNS boolean
 LANGUAGE sql STABLE STRICT PARALLEL RESTRICTED SECURITY DEFINER
@@ -111,6 +112,8 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT pg_catalog.to_timestamp(unix_ms OPERATOR(pg_catalog./) 1000.0) $$;
 
+REVOKE ALL ON FUNCTION snowflake_lease_time(bigint) FROM PUBLIC;
+
 COMMENT ON FUNCTION snowflake_lease_time(bigint) IS
     'Internal: converts Unix milliseconds to timestamptz';
 
@@ -119,6 +122,8 @@ RETURNS bigint
 LANGUAGE sql STABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT pg_catalog.floor(extract(epoch FROM ts) OPERATOR(pg_catalog.*) 1000)::bigint $$;
+
+REVOKE ALL ON FUNCTION snowflake_lease_ms(timestamptz) FROM PUBLIC;
 
 COMMENT ON FUNCTION snowflake_lease_ms(timestamptz) IS
     'Internal: converts a timestamptz to Unix milliseconds, rounding down';
@@ -133,6 +138,8 @@ AS $$
 SELECT pg_catalog.format('%s/%s/%s/%s', @extschema@.snowflake_lease_ms(epoch), node_bits, worker_bits,
                          sequence_bits)
 $$;
+
+REVOKE ALL ON FUNCTION snowflake_lease_layout(timestamptz, integer, integer, integer) FROM PUBLIC;
 
 COMMENT ON FUNCTION snowflake_lease_layout(timestamptz, integer, integer, integer) IS
     'Internal: a layout as a worker-id lease records it';
@@ -200,10 +207,7 @@ BEGIN
     IF last_id IS NULL THEN
         RETURN NULL;
     END IF;
-    IF last_id OPERATOR(pg_catalog.<) 0 THEN
-        RAISE EXCEPTION 'snowflake ID % is out of range', last_id
-              USING ERRCODE = 'numeric_value_out_of_range';
-    END IF;
+    -- It refuses a negative ID (22003).
     SELECT * INTO d FROM @extschema@.snowflake_decode(last_id);
     IF d.node_id OPERATOR(pg_catalog.<>) lease.node_id
        OR d.worker_id OPERATOR(pg_catalog.<>) lease.worker_id THEN
@@ -538,7 +542,9 @@ COMMENT ON FUNCTION snowflake_release_lease(bigint, bigint) IS
     'Ends a worker-id lease at once, recording the last ID its holder issued';
 
 -- The leases, one row per worker id ever leased.  state is that of this
--- node's rows; rows another node replicated here show NULL.
+-- node's rows; rows another node replicated here show NULL.  Its readers
+-- run its functions: it calls only built-ins and
+-- snowflake_lease_connection_alive().
 CREATE VIEW snowflake_leases AS
 SELECT l.node_id, l.worker_id, l.token,
        CASE WHEN l.node_id <> s.node_id THEN NULL
@@ -547,14 +553,14 @@ SELECT l.node_id, l.worker_id, l.token,
                  CASE WHEN l.instance_id = s.instance_id
                            AND coalesce(snowflake_lease_connection_alive(l.backend_pid, l.backend_start), false)
                       THEN 'held' ELSE 'disconnected' END
-            WHEN l.not_after_ms > snowflake_lease_ms(clock_timestamp()) THEN 'held'
+            WHEN l.not_after_ms > floor(extract(epoch FROM clock_timestamp()) * 1000) THEN 'held'
             ELSE 'expired' END AS state,
        l.holder, l.holder_role, l.client_addr, l.application_name, l.backend_pid,
        l.ttl, l.granted_at AS since, l.renewed_at,
-       CASE WHEN l.ttl IS NOT NULL THEN snowflake_lease_time(l.not_after_ms) END AS expires_at,
-       snowflake_lease_time(l.not_before_ms) AS not_before,
-       snowflake_lease_time(l.not_after_ms) AS not_after,
-       snowflake_lease_time(l.last_timestamp_ms) AS last_timestamp,
+       CASE WHEN l.ttl IS NOT NULL THEN to_timestamp(l.not_after_ms / 1000.0) END AS expires_at,
+       to_timestamp(l.not_before_ms / 1000.0) AS not_before,
+       to_timestamp(l.not_after_ms / 1000.0) AS not_after,
+       to_timestamp(l.last_timestamp_ms / 1000.0) AS last_timestamp,
        l.released_at
   FROM snowflake_worker_leases AS l,
        LATERAL (SELECT st.node_id, st.instance_id FROM snowflake_status() AS st) AS s;

@@ -88,6 +88,12 @@ GRANT EXECUTE ON FUNCTION snowflake_lease_worker(text, interval, timestamptz),
    TO regress_snowflake_user;
 SET ROLE regress_snowflake_user;
 SELECT token AS granted_token FROM snowflake_lease_worker('regress', interval '1 minute') \gset
+-- Granted SELECT on the view, as docs/leases.md suggests, it reads the
+-- state of its lease (the view calls no function PUBLIC may not).
+RESET ROLE;
+GRANT SELECT ON snowflake_leases TO regress_snowflake_user;
+SET ROLE regress_snowflake_user;
+SELECT state, holder FROM snowflake_leases WHERE token = :granted_token;
 SELECT expires_at IS NOT NULL AS renewed FROM snowflake_renew_lease(:granted_token, NULL);
 SELECT snowflake_release_lease(:granted_token, NULL) AS released;
 \set VERBOSITY sqlstate
@@ -116,6 +122,7 @@ REVOKE EXECUTE ON FUNCTION snowflake_lease_worker(text, interval, timestamptz),
                            snowflake_renew_lease(bigint, bigint, timestamptz),
                            snowflake_release_lease(bigint, bigint)
    FROM regress_snowflake_user;
+REVOKE SELECT ON snowflake_leases FROM regress_snowflake_user;
 
 -- Monitoring roles see all of the registry.
 SET ROLE regress_snowflake_monitor;

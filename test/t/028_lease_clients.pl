@@ -30,6 +30,10 @@ my $node = $nodes{1};
 
 is($node->safe_psql('postgres', 'SELECT slots_total FROM snowflake_status()'),
 	'64', 'sessions attach to the 64 worker ids below the lease space');
+ok( $node->log_contains(
+		qr/LOG:  \Qsnowflake.worker_bits = 7 with snowflake.lease_workers = 64 leaves 64 worker slots to sessions, fewer than max_connections (120)\E/
+	),
+	'the start notes that the lease space leaves sessions fewer slots than connections');
 
 # Sessions generate while the clients run.
 my $sessions = $node->background_psql('postgres');

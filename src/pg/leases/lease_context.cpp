@@ -31,12 +31,12 @@ extern "C"
 #include "access/xact.h"         /* IsTransactionBlock, synchronous_commit */
 #include "access/xlog.h"         /* RecoveryInProgress */
 #include "commands/dbcommands.h" /* get_database_name */
-#include "miscadmin.h"           /* MyDatabaseId */
-#include "utils/guc.h"
 #include "fmgr.h"
 #include "funcapi.h"
-#include "utils/builtins.h"  /* CStringGetTextDatum */
-#include "utils/timestamp.h" /* TimestampTzGetDatum */
+#include "miscadmin.h"           /* MyDatabaseId */
+#include "utils/builtins.h"      /* text_to_cstring */
+#include "utils/guc.h"           /* set_config_option */
+#include "utils/timestamp.h"     /* TimestampTzGetDatum */
 #include "utils/uuid.h"
 }
 
@@ -112,8 +112,8 @@ snowflake_lease_context(PG_FUNCTION_ARGS)
 
 	const snowflake::Layout &layout = g_settings.layout;
 	TupleDesc tupdesc;
-	Datum values[12];
-	bool nulls[12] = {false};
+	Datum values[11];
+	bool nulls[11] = {false};
 
 	/*
 	 * Sessions of this run issue nothing below the floor, and sessions of
@@ -130,12 +130,11 @@ snowflake_lease_context(PG_FUNCTION_ARGS)
 	values[3] = TimestampTzGetDatum(UnixMsToTimestampTz(layout.epoch_ms + floor - 1));
 	values[4] = UUIDPGetDatum(&state->instance_id);
 	values[5] = Int32GetDatum(g_settings.lease_connection_window_ms);
-	values[6] = CStringGetTextDatum(g_settings.registry_database);
-	values[7] = TimestampTzGetDatum(UnixMsToTimestampTz(layout.epoch_ms));
-	values[8] = Int32GetDatum(layout.TimestampBits());
-	values[9] = Int32GetDatum(layout.node_bits);
-	values[10] = Int32GetDatum(layout.worker_bits);
-	values[11] = Int32GetDatum(layout.sequence_bits);
+	values[6] = TimestampTzGetDatum(UnixMsToTimestampTz(layout.epoch_ms));
+	values[7] = Int32GetDatum(layout.TimestampBits());
+	values[8] = Int32GetDatum(layout.node_bits);
+	values[9] = Int32GetDatum(layout.worker_bits);
+	values[10] = Int32GetDatum(layout.sequence_bits);
 	PG_RETURN_DATUM(
 		HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }
