@@ -30,7 +30,8 @@ OBJS = $(CORE_OBJS) $(PG_OBJS)
 # the first release's, which the upgrade test starts from.
 FIRST_RELEASE = src/sql/snowflake--1.0.sql
 UPGRADE_CHAIN = src/sql/snowflake--1.0--1.1.sql src/sql/snowflake--1.1--1.2.sql \
-	src/sql/snowflake--1.2--1.3.sql src/sql/snowflake--1.3--1.4.sql
+	src/sql/snowflake--1.2--1.3.sql src/sql/snowflake--1.3--1.4.sql \
+	src/sql/snowflake--1.4--1.5.sql
 DATA_built = snowflake--$(EXTVERSION).sql
 DATA = $(FIRST_RELEASE) $(UPGRADE_CHAIN)
 EXTRA_CLEAN = test/unit/core_test test/unit/core_test_sanitize fence_probe.log $(OBJS:.o=.d) output_iso_one_slot/ tmp_check_iso_one_slot/

@@ -25,6 +25,7 @@ extern "C"
 
 #include "pg/layout/layout_file.hpp"
 #include "pg/leases/lease_space.hpp"
+#include "pg/leases/lease_table.hpp"
 #include "pg/registry/node_registry.hpp"
 #include "pg/reservation/reservation.hpp"
 #include "pg/reservation/reservation_wal.hpp"
@@ -99,4 +100,6 @@ _PG_init(void)
 		RegisterWorker("snowflake registry", "snowflake_registry_main", 10);
 	}
 	InstallSharedStateHooks(InitSubsystemState);
+	/* After the shared state: its startup hook runs first, and so loads first. */
+	InstallLeaseTableHooks();
 }

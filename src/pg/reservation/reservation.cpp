@@ -19,14 +19,10 @@ extern "C"
 #include "postgres.h"
 
 #include "access/xlogdefs.h"
-#include "miscadmin.h"		/* IsUnderPostmaster, MyLatch, CHECK_FOR_INTERRUPTS */
+#include "miscadmin.h"		/* IsUnderPostmaster */
 #include "port/atomics.h"
-#include "replication/syncrep.h"
-#include "replication/walsender_private.h"	/* WalSndCtl: what synchronous standbys confirmed */
 #include "storage/ipc.h"		/* on_shmem_exit */
-#include "storage/latch.h"
 #include "storage/lwlock.h"
-#include "utils/wait_event.h"
 }
 
 #include <cstdio>
@@ -38,6 +34,7 @@ extern "C"
 #include "pg/reservation/reservation.hpp"
 #include "pg/reservation/reservation_wal.hpp"
 #include "pg/settings.hpp"
+#include "pg/sync_standbys.hpp"
 
 static int64
 ToTimestamp(int64 unix_ms)
@@ -237,66 +234,6 @@ GenerationFloorOrNow(SharedState *state)
 		return NowTimestamp();
 	pg_read_barrier();
 	return state->floor_timestamp;
-}
-
-/*
- * Whether synchronous_standby_names names standbys, as the checkpointer
- * last published it for the whole server (a waiting process cannot reload
- * its own copy of the setting); before it has, this process's own copy.
- */
-static bool
-SynchronousStandbysDefined(void)
-{
-	bool		defined;
-
-	LWLockAcquire(SyncRepLock, LW_SHARED);
-#ifdef SYNC_STANDBY_DEFINED
-	if (WalSndCtl->sync_standbys_status & SYNC_STANDBY_INIT)
-		defined = (WalSndCtl->sync_standbys_status & SYNC_STANDBY_DEFINED) != 0;
-	else
-		defined = SyncRepStandbyNames != nullptr && SyncRepStandbyNames[0] != '\0';
-#else
-	defined = WalSndCtl->sync_standbys_defined;
-#endif
-	LWLockRelease(SyncRepLock);
-	return defined;
-}
-
-/*
- * Waits until the synchronous standbys, if synchronous_standby_names names
- * any, have flushed WAL up to "lsn", so that a standby promoted in a
- * failover knows every reservation an ID used.
- *
- * This is decided for the whole server, never by the calling session's
- * synchronous_commit: a session that turned it off must not publish a
- * reservation for every session.  So SyncRepWaitForLSN(), which follows
- * that setting, is not used; the wait polls the position up to which the
- * standbys confirmed, with a growing pause (the walsenders wake only
- * queued waiters), and answers cancel and termination requests.
- */
-static void
-WaitForSynchronousStandbys(XLogRecPtr lsn)
-{
-	long		pause_ms = 1;
-
-	for (;;)
-	{
-		if (!SynchronousStandbysDefined())
-			return;
-
-		LWLockAcquire(SyncRepLock, LW_SHARED);
-		XLogRecPtr	confirmed = WalSndCtl->lsn[SYNC_REP_WAIT_FLUSH];
-
-		LWLockRelease(SyncRepLock);
-		if (confirmed >= lsn)
-			return;
-
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 pause_ms, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-		pause_ms = Min(pause_ms * 2, 100);
-	}
 }
 
 void

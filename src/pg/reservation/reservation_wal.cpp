@@ -13,13 +13,11 @@ extern "C"
 #include "lib/stringinfo.h"
 }
 
+#include "pg/leases/lease_table.hpp"
 #include "pg/reservation/reservation.hpp"
 #include "pg/reservation/reservation_wal.hpp"
 
 namespace {
-
-/* The rmgr's own bits of xl_info (the low four belong to PostgreSQL). */
-constexpr uint8 kXlogReserve = 0x10;
 
 struct ReservationRecord
 {
@@ -47,9 +45,17 @@ RecordKind(XLogReaderState *record)
 void
 Redo(XLogReaderState *record)
 {
-	if (RecordKind(record) != kXlogReserve)
-		elog(PANIC, "snowflake redo: unknown record kind 0x%02X", RecordKind(record));
-	ReplayReservation(ReadRecord(record).until_unix_ms);
+	switch (RecordKind(record))
+	{
+		case kXlogReserve:
+			ReplayReservation(ReadRecord(record).until_unix_ms);
+			break;
+		case kXlogLease:
+			ReplayLeaseRecord(record);
+			break;
+		default:
+			elog(PANIC, "snowflake redo: unknown record kind 0x%02X", RecordKind(record));
+	}
 }
 
 void
@@ -58,12 +64,21 @@ Describe(StringInfo buf, XLogReaderState *record)
 	if (RecordKind(record) == kXlogReserve)
 		appendStringInfo(buf, "until " INT64_FORMAT " (Unix ms)",
 						 ReadRecord(record).until_unix_ms);
+	else if (RecordKind(record) == kXlogLease)
+		DescribeLeaseRecord(buf, record);
 }
 
 const char *
 Identify(uint8 info)
 {
-	return (info & XLR_RMGR_INFO_MASK) == kXlogReserve ? "RESERVE" : nullptr;
+	switch (info & XLR_RMGR_INFO_MASK)
+	{
+		case kXlogReserve:
+			return "RESERVE";
+		case kXlogLease:
+			return "LEASE";
+	}
+	return nullptr;
 }
 
 RmgrData	reservation_rmgr = {

@@ -1,0 +1,489 @@
+/*
+ * lease_table.cpp
+ *	  The lease table in shared memory, its file, and its WAL records (see
+ *	  lease_table.hpp).
+ *
+ * The file, $PGDATA/snowflake.lease_state, holds one 512-byte block per
+ * worker id (block n at offset 512 n), written in place: a sector is
+ * written whole or not at all, and each image carries a CRC.  The blocks of
+ * the lease space are allocated at start, so a change overwrites allocated
+ * space and never runs out of disk.
+ *
+ * Durability of a change on a primary is the file's fsync; its WAL record
+ * is flushed at once only when synchronous standbys must confirm it, and
+ * otherwise by the WAL writer, as an asynchronous commit's.  A crash can so
+ * lose the record of a change the file kept: the first change after a
+ * start logs every entry's image again, so that standbys catch up.
+ */
+extern "C"
+{
+#include "postgres.h"
+
+#include "access/xlog.h"		/* RecoveryInProgress, XLogFlush */
+#include "access/xloginsert.h"
+#include "common/file_perm.h"	/* pg_file_create_mode */
+#include "lib/stringinfo.h"
+#include "miscadmin.h"			/* DataDir, MyProcPid, MyStartTimestamp */
+#include "storage/fd.h"			/* BasicOpenFile, pg_fdatasync, data_sync_elevel */
+#include "storage/ipc.h"		/* before_shmem_exit, shmem hooks */
+#include "storage/shmem.h"
+}
+
+#include <cerrno>
+#include <cstdio>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "pg/durable_file.hpp"
+#include "pg/leases/lease_table.hpp"
+#include "pg/reservation/reservation_wal.hpp"
+#include "pg/settings.hpp"
+#include "pg/sync_standbys.hpp"
+
+static constexpr const char *kLeaseTrancheName = "snowflake leases";
+
+static LeaseTable *lease_table = nullptr;
+static shmem_request_hook_type prev_shmem_request_hook = nullptr;
+static shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
+
+/* This process's descriptor of the file, opened on first use. */
+static int	lease_fd = -1;
+
+/* Whether this run logged every entry again (see the header comment). */
+static bool relog_needed_checked = false;
+
+static Size
+LeaseTableSize(void)
+{
+	return add_size(offsetof(LeaseTable, entries),
+					mul_size(static_cast<Size>(g_settings.lease_workers), sizeof(LeaseEntry)));
+}
+
+static void
+LeaseFilePath(char *path)
+{
+	DataDirectoryFile(kLeaseStateFileName, path);
+}
+
+static const char *kLeaseFileHint =
+	"Restore the file from a backup of the data directory.  Only if no application "
+	"holds a lease (every not_after has passed), remove it: worker ids are then "
+	"leased from this run's generation floor.";
+
+static pg_crc32c
+ImageCrc(const LeaseImage &image)
+{
+	pg_crc32c	crc;
+
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, &image, offsetof(LeaseImage, crc));
+	FIN_CRC32C(crc);
+	return crc;
+}
+
+bool
+ImageMatches(const LeaseImage &image, const snowflake::Layout &layout, int node_id)
+{
+	return image.node_id == node_id && image.layout_epoch_ms == layout.epoch_ms &&
+		image.layout_node_bits == layout.node_bits &&
+		image.layout_worker_bits == layout.worker_bits &&
+		image.layout_sequence_bits == layout.sequence_bits;
+}
+
+/* Refuses (FATAL) a block that is not an image of worker id "block". */
+static void
+CheckBlock(const char *path, const LeaseImage &image, uint32 block)
+{
+	char		detail[kStateProblemSize];
+
+	if (image.magic != kLeaseImageMagic)
+		snprintf(detail, sizeof(detail), "Block %u does not start with a lease image.", block);
+	else if (image.crc != ImageCrc(image))
+		snprintf(detail, sizeof(detail), "The checksum of block %u is wrong.", block);
+	else if (image.worker_id != block)
+		snprintf(detail, sizeof(detail), "Block %u holds worker id %u.", block,
+				 image.worker_id);
+	else
+		return;
+	ReportCorruptStateFile(path, "lease state", detail, kLeaseFileHint);
+}
+
+/* Makes the file's creation durable. */
+static void
+FsyncDataDirectory(void)
+{
+	int			fd = open(DataDir, O_RDONLY | PG_BINARY, 0);
+
+	if (fd < 0 || pg_fsync(fd) != 0)
+		ereport(FATAL, (errcode_for_file_access(),
+						errmsg("could not fsync directory \"%s\": %m", DataDir)));
+	close(fd);
+}
+
+/*
+ * Postmaster, at start and after a crash restart: reads the file into the
+ * table (images of another layout or node id are history that no longer
+ * matters: the layout check keeps new IDs above them), and allocates the
+ * blocks of the lease space.  Plain POSIX I/O: fd.c may not be usable here.
+ */
+static void
+LoadLeaseFile(LeaseTable *table)
+{
+	char		path[MAXPGPATH];
+	alignas(8) char block[kLeaseBlockSize];
+	const uint32 end = table->first_worker_id + table->count;
+	bool		created = false;
+
+	LeaseFilePath(path);
+	int			fd = open(path, O_RDWR | PG_BINARY, 0);
+
+	if (fd < 0 && errno == ENOENT)
+	{
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | PG_BINARY, pg_file_create_mode);
+		created = true;
+	}
+	if (fd < 0)
+		ereport(FATAL, (errcode_for_file_access(),
+						errmsg("could not open file \"%s\": %m", path)));
+
+	for (uint32 n = 0;; n++)
+	{
+		ssize_t		got = pread(fd, block, kLeaseBlockSize, static_cast<off_t>(n) * kLeaseBlockSize);
+
+		if (got == 0)
+			break;
+		if (got != kLeaseBlockSize)
+		{
+			int			saved_errno = errno;
+
+			close(fd);
+			if (got < 0)
+			{
+				errno = saved_errno;
+				ereport(FATAL, (errcode_for_file_access(),
+								errmsg("could not read file \"%s\": %m", path)));
+			}
+			ReportCorruptStateFile(path, "lease state",
+								   "Its size is not a multiple of 512 bytes.", kLeaseFileHint);
+		}
+
+		LeaseImage	image;
+
+		memcpy(&image, block, sizeof(image));
+		if (image.magic == 0)
+			continue;			/* a block never written */
+		CheckBlock(path, image, n);
+		table->last_token = Max(table->last_token, image.token);
+		table->last_change = Max(table->last_change, image.change);
+		if (n >= table->first_worker_id && n < end &&
+			ImageMatches(image, g_settings.layout, g_settings.node_id))
+			table->entries[n - table->first_worker_id].image = image;
+	}
+
+	/* Allocate the lease space's blocks: writes in place never need space. */
+	off_t		size = lseek(fd, 0, SEEK_END);
+	off_t		needed = static_cast<off_t>(end) * kLeaseBlockSize;
+
+	memset(block, 0, sizeof(block));
+	for (off_t at = size; at < needed; at += kLeaseBlockSize)
+		if (pwrite(fd, block, kLeaseBlockSize, at) != kLeaseBlockSize)
+		{
+			int			saved_errno = errno;
+
+			close(fd);
+			errno = saved_errno;
+			ereport(FATAL, (errcode_for_file_access(),
+							errmsg("could not write file \"%s\": %m", path)));
+		}
+	if ((size < needed || created) && pg_fsync(fd) != 0)
+		ereport(FATAL, (errcode_for_file_access(),
+						errmsg("could not fsync file \"%s\": %m", path)));
+	close(fd);
+	if (created)
+		FsyncDataDirectory();
+	pg_atomic_init_u64(&table->written_change, table->last_change);
+	table->synced_change = table->last_change;
+}
+
+static void
+RequestLeaseTable(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(LeaseTableSize());
+	RequestNamedLWLockTranche(kLeaseTrancheName, 2);
+}
+
+static void
+StartLeaseTable(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	lease_table = nullptr;
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	LeaseTable *table =
+		static_cast<LeaseTable *>(ShmemInitStruct("snowflake leases", LeaseTableSize(), &found));
+
+	if (!found)
+	{
+		LWLockPadded *locks = GetNamedLWLockTranche(kLeaseTrancheName);
+
+		memset(table, 0, LeaseTableSize());
+		table->lock = &locks[0].lock;
+		table->sync_lock = &locks[1].lock;
+		table->first_worker_id = SessionWorkerIds();
+		table->count = static_cast<uint32>(g_settings.lease_workers);
+		pg_atomic_init_u64(&table->written_change, 0);
+		if (table->count > 0)
+			LoadLeaseFile(table);
+	}
+	LWLockRelease(AddinShmemInitLock);
+	lease_table = table;
+}
+
+void
+InstallLeaseTableHooks(void)
+{
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = RequestLeaseTable;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = StartLeaseTable;
+}
+
+LeaseTable *
+RequireLeaseTable(void)
+{
+	if (unlikely(lease_table == nullptr))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("snowflake must be loaded via shared_preload_libraries"),
+				 errhint("Add snowflake to shared_preload_libraries in postgresql.conf "
+						 "and restart the server.")));
+	return lease_table;
+}
+
+static int
+LeaseFile(void)
+{
+	if (lease_fd < 0)
+	{
+		char		path[MAXPGPATH];
+
+		LeaseFilePath(path);
+		lease_fd = BasicOpenFile(path, O_RDWR | PG_BINARY);
+		if (lease_fd < 0)
+			ereport(ERROR, (errcode_for_file_access(),
+							errmsg("could not open file \"%s\": %m", path)));
+	}
+	return lease_fd;
+}
+
+/* Writes "image" into its block; false (errno set) on failure. */
+static bool
+WriteImage(const LeaseImage &image)
+{
+	alignas(8) char block[kLeaseBlockSize];
+
+	memset(block, 0, sizeof(block));
+	memcpy(block, &image, sizeof(image));
+	return pwrite(LeaseFile(), block, kLeaseBlockSize,
+				  static_cast<off_t>(image.worker_id) * kLeaseBlockSize) == kLeaseBlockSize;
+}
+
+static XLogRecPtr
+LogImage(const LeaseImage &image)
+{
+	XLogBeginInsert();
+	XLogRegisterData(reinterpret_cast<char *>(const_cast<LeaseImage *>(&image)), sizeof(image));
+	return XLogInsert(kSnowflakeRmgrId, kXlogLease);
+}
+
+/*
+ * Lock held exclusively.  Once per run, before the first change: logs every
+ * entry's image again, in case a crash lost the records of changes the
+ * file kept (standbys then catch up; replay skips what they have).
+ */
+static void
+RelogOncePerRun(LeaseTable *table)
+{
+	if (relog_needed_checked || table->relogged)
+	{
+		relog_needed_checked = true;
+		return;
+	}
+	for (uint32 i = 0; i < table->count; i++)
+		if (table->entries[i].image.magic == kLeaseImageMagic)
+			(void) LogImage(table->entries[i].image);
+	table->relogged = true;
+	relog_needed_checked = true;
+}
+
+uint64
+CommitLeaseImage(LeaseTable *table, uint32 index, LeaseImage *image, bool connected,
+				 XLogRecPtr *lsn)
+{
+	Assert(LWLockHeldByMeInMode(table->lock, LW_EXCLUSIVE));
+	RelogOncePerRun(table);
+
+	image->magic = kLeaseImageMagic;
+	image->change = table->last_change + 1;
+	image->crc = ImageCrc(*image);
+	if (!WriteImage(*image))
+	{
+		int			saved_errno = errno;
+
+		/* Put the old image back: the block must stay readable. */
+		if (table->entries[index].image.magic == kLeaseImageMagic)
+			(void) WriteImage(table->entries[index].image);
+		errno = saved_errno;
+		ereport(ERROR, (errcode_for_file_access(),
+						errmsg("could not write file \"%s\": %m", kLeaseStateFileName)));
+	}
+
+	START_CRIT_SECTION();
+	*lsn = LogImage(*image);
+	table->entries[index].image = *image;
+	table->entries[index].connected = connected;
+	table->last_change = image->change;
+	table->last_token = Max(table->last_token, image->token);
+	pg_atomic_write_u64(&table->written_change, image->change);
+	END_CRIT_SECTION();
+	return image->change;
+}
+
+/* Fsyncs the file, if no other process did since "change" was written. */
+static void
+SyncLeaseFile(LeaseTable *table, uint64 change)
+{
+	LWLockAcquire(table->sync_lock, LW_EXCLUSIVE);
+	if (table->synced_change < change)
+	{
+		/* Every change up to here is in the page cache: one fsync for all. */
+		uint64		target = pg_atomic_read_u64(&table->written_change);
+
+		if (pg_fdatasync(LeaseFile()) != 0)
+			ereport(data_sync_elevel(ERROR),
+					(errcode_for_file_access(),
+					 errmsg("could not fsync file \"%s\": %m", kLeaseStateFileName)));
+		table->synced_change = target;
+	}
+	LWLockRelease(table->sync_lock);
+}
+
+void
+MakeLeaseChangeDurable(LeaseTable *table, uint64 change, XLogRecPtr lsn)
+{
+	Assert(!LWLockHeldByMe(table->lock));
+	SyncLeaseFile(table, change);
+	if (SynchronousStandbysDefined())
+	{
+		XLogFlush(lsn);
+		WaitForSynchronousStandbys(lsn);
+	}
+	else
+		XLogSetAsyncXactLSN(lsn);
+}
+
+/*
+ * before_shmem_exit callback: the backend's connection ends, and with it
+ * its connection-scoped leases.  Nothing durable changes: after a restart
+ * no connection of the earlier run is taken for alive anyway.
+ */
+static void
+EndConnectionLeases(int code, Datum arg)
+{
+	(void) code;
+	(void) arg;
+	LeaseTable *table = lease_table;
+
+	if (table == nullptr)
+		return;
+	LWLockAcquire(table->lock, LW_EXCLUSIVE);
+	for (uint32 i = 0; i < table->count; i++)
+	{
+		LeaseEntry &entry = table->entries[i];
+
+		if (entry.connected && entry.image.backend_pid == MyProcPid &&
+			entry.image.backend_start == MyStartTimestamp)
+			entry.connected = false;
+	}
+	LWLockRelease(table->lock);
+}
+
+void
+WatchConnectionLeases(void)
+{
+	static bool registered = false;
+
+	if (!registered)
+	{
+		before_shmem_exit(EndConnectionLeases, 0);
+		registered = true;
+	}
+}
+
+static LeaseImage
+ReadLeaseRecord(XLogReaderState *record)
+{
+	LeaseImage	image;
+
+	if (XLogRecGetDataLen(record) != sizeof(image))
+		elog(PANIC, "snowflake LEASE record has length %u, expected %zu",
+			 XLogRecGetDataLen(record), sizeof(image));
+	memcpy(&image, XLogRecGetData(record), sizeof(image));
+	if (image.crc != ImageCrc(image))
+		elog(PANIC, "snowflake LEASE record has a wrong checksum");
+	return image;
+}
+
+void
+ReplayLeaseRecord(XLogReaderState *record)
+{
+	LeaseImage	image = ReadLeaseRecord(record);
+	LeaseTable *table = RequireLeaseTable();
+
+	LWLockAcquire(table->lock, LW_EXCLUSIVE);
+	table->last_token = Max(table->last_token, image.token);
+	if (image.change > table->last_change)
+		table->last_change = image.change;
+
+	/*
+	 * Apply an image newer than the entry's, of this server's lease space
+	 * and layout (a standby runs with its primary's); the file keeps what
+	 * replay skips after a restart.
+	 */
+	uint32		index = image.worker_id - table->first_worker_id;
+	LeaseEntry *entry = image.worker_id >= table->first_worker_id && index < table->count ?
+		&table->entries[index] : nullptr;
+
+	if (entry != nullptr && ImageMatches(image, g_settings.layout, g_settings.node_id) &&
+		(entry->image.magic != kLeaseImageMagic || image.change > entry->image.change))
+	{
+		if (!WriteImage(image) || pg_fdatasync(LeaseFile()) != 0)
+			ereport(data_sync_elevel(ERROR),
+					(errcode_for_file_access(),
+					 errmsg("could not write file \"%s\": %m", kLeaseStateFileName)));
+		entry->image = image;
+		entry->connected = false;
+	}
+	LWLockRelease(table->lock);
+}
+
+void
+DescribeLeaseRecord(StringInfo buf, XLogReaderState *record)
+{
+	LeaseImage	image;
+
+	if (XLogRecGetDataLen(record) != sizeof(image))
+		return;
+	memcpy(&image, XLogRecGetData(record), sizeof(image));
+	appendStringInfo(buf,
+					 "node %d worker %u token " INT64_FORMAT " change " UINT64_FORMAT
+					 " window " INT64_FORMAT " to " INT64_FORMAT "%s",
+					 image.node_id, image.worker_id, image.token, image.change,
+					 image.not_before_ms, image.not_after_ms,
+					 (image.flags & kLeaseReleased) ? " released" : "");
+}

@@ -1,0 +1,159 @@
+/*
+ * lease_table.hpp
+ *	  The worker-id leases of this server: one entry per worker id of the
+ *	  lease space, in shared memory, kept the way the reservation is kept.
+ *
+ * Every change of an entry (a grant, a renewal, a release) is a complete
+ * new image of that entry, numbered by a server-wide change counter.  It is
+ *	- written into $PGDATA/snowflake.lease_state, at the entry's own 512-byte
+ *	  block, and fsynced (one fsync serves every change waiting for it), so
+ *	  that a restart or a crash restart finds it, whatever WAL recovery
+ *	  skips before the last checkpoint;
+ *	- WAL-logged with the extension's resource manager, so standbys replay
+ *	  it (and write their own file), and so a promoted standby knows it;
+ *	  with synchronous standbys it is flushed and confirmed before the
+ *	  caller sees it;
+ *	- published in shared memory.
+ * Replay applies an image only if its change number is newer than the
+ * entry's: the file and the WAL may each be ahead of the other.
+ *
+ * None of it is transactional: once a caller could have seen a change, no
+ * rollback undoes it.  Tokens come from a counter that the images carry,
+ * so none is ever handed out twice, across crashes too.
+ *
+ * Locking: one LWLock guards the entries, held for a few microseconds per
+ * change (copy, write into the page cache, WAL insert); the fsync and the
+ * wait for synchronous standbys happen after it is released.
+ */
+#ifndef SNOWFLAKE_PG_LEASE_TABLE_HPP
+#define SNOWFLAKE_PG_LEASE_TABLE_HPP
+
+extern "C"
+{
+#include "postgres.h"
+
+#include "access/xlogreader.h"	/* XLogReaderState */
+#include "lib/stringinfo.h"
+#include "datatype/timestamp.h"
+#include "port/atomics.h"
+#include "port/pg_crc32c.h"
+#include "storage/lwlock.h"
+#include "utils/uuid.h"
+}
+
+#include "core/layout.hpp"
+#include "core/lease_rules.hpp"
+
+/* File name, relative to the data directory. */
+constexpr const char *kLeaseStateFileName = "snowflake.lease_state";
+
+/* The longest holder description a lease keeps, in bytes. */
+constexpr int kMaxHolderBytes = 200;
+
+/* The size of an entry's block in the file: one disk sector. */
+constexpr int kLeaseBlockSize = 512;
+
+/* Image flags. */
+constexpr uint32 kLeaseReleased = 0x1;	/* released (or revoked) */
+constexpr uint32 kLeaseRevoked = 0x2;	/* released by another role */
+
+/*
+ * One worker id's last lease, as the file and the WAL carry it.  Plain
+ * data; the CRC covers every byte before it.
+ */
+struct LeaseImage
+{
+	uint32		magic;			/* kLeaseImageMagic; 0: an empty block */
+	uint32		worker_id;
+	int32		node_id;
+	uint32		flags;
+	uint64		change;			/* server-wide change number */
+	int64		token;			/* of the last grant; 0: never leased */
+	Oid			holder_role;	/* current_user of the grant */
+	int32		backend_pid;	/* connection-scoped: the holding backend ... */
+	TimestampTz backend_start;	/* ... its start ... */
+	pg_uuid_t	instance_id;	/* ... and the run of the server */
+	int64		ttl_ms;			/* 0: connection-scoped */
+	int64		window_ms;		/* the ttl, or the connection window */
+	int64		layout_epoch_ms;	/* the layout of the grant */
+	int16		layout_node_bits;
+	int16		layout_worker_bits;
+	int16		layout_sequence_bits;
+	int16		padding;
+	TimestampTz granted_at;
+	TimestampTz renewed_at;
+	TimestampTz released_at;	/* 0 unless released */
+	int64		not_before_ms;	/* Unix ms: the holder's IDs lie above ... */
+	int64		not_after_ms;	/* ... and below */
+	int64		last_timestamp_ms;	/* reported; snowflake::kNoTimestamp: none */
+	char		holder[kMaxHolderBytes + 1];
+	char		application_name[NAMEDATALEN];
+	char		client_addr[48];	/* numeric; "" for a Unix socket */
+	pg_crc32c	crc;
+};
+
+static_assert(sizeof(LeaseImage) <= kLeaseBlockSize, "a lease image must fit its block");
+
+constexpr uint32 kLeaseImageMagic = 0x534c4531;	/* "SLE1" */
+
+struct LeaseEntry
+{
+	LeaseImage	image;
+	/* Connection-scoped: its backend still runs (this run only; not stored). */
+	bool		connected;
+};
+
+struct LeaseTable
+{
+	LWLock	   *lock;			/* guards everything below but synced_change */
+	LWLock	   *sync_lock;		/* serialises fsyncs of the file */
+	uint32		first_worker_id;
+	uint32		count;			/* snowflake.lease_workers */
+	int64		last_token;		/* the largest token ever granted here */
+	uint64		last_change;	/* the largest change number applied */
+	pg_atomic_uint64 written_change;	/* in the file's page cache up to here */
+	uint64		synced_change;	/* fsynced up to here (under sync_lock) */
+	bool		relogged;		/* every entry logged again in this run */
+	LeaseEntry	entries[FLEXIBLE_ARRAY_MEMBER];
+};
+
+/* Installs the shared-memory hooks of the lease table; _PG_init. */
+void		InstallLeaseTableHooks(void);
+
+/* The lease table; ERROR if the library was not preloaded. */
+LeaseTable *RequireLeaseTable(void);
+
+/* Whether an image was made under "layout" by node "node_id". */
+bool		ImageMatches(const LeaseImage &image, const snowflake::Layout &layout,
+						 int node_id);
+
+/*
+ * Makes "image" (a copy of the entry at "index", changed by the caller, who
+ * holds the table's lock exclusively) the entry's new state: numbers it,
+ * writes it into the file, WAL-logs it and publishes it.  Returns the
+ * change number and sets *lsn to the record's position; the caller then
+ * releases the lock and calls MakeLeaseChangeDurable().
+ */
+uint64		CommitLeaseImage(LeaseTable *table, uint32 index, LeaseImage *image,
+							 bool connected, XLogRecPtr *lsn);
+
+/*
+ * Returns once change "change" (record at "lsn") survives a crash: the
+ * file is fsynced up to it and, with synchronous standbys, the WAL is
+ * flushed and confirmed by them.  Call without the table's lock.
+ */
+void		MakeLeaseChangeDurable(LeaseTable *table, uint64 change, XLogRecPtr lsn);
+
+/*
+ * Registers, once per backend, the exit callback that marks the backend's
+ * connection-scoped leases as ended.
+ */
+void		WatchConnectionLeases(void);
+
+/* Redo of a LEASE record. */
+void		ReplayLeaseRecord(XLogReaderState *record);
+
+/* Describes a LEASE record for pg_waldump. */
+void		DescribeLeaseRecord(StringInfo buf, XLogReaderState *record);
+
+#endif							/* SNOWFLAKE_PG_LEASE_TABLE_HPP */

@@ -1,0 +1,126 @@
+/* snowflake--1.4--1.5.sql: worker-id leases in C, on a lease table no role can steer */
+
+\echo Use "ALTER EXTENSION snowflake UPDATE TO '1.5'" to load this file. \quit
+
+-- Version 1.4 kept leases in the table snowflake_worker_leases, changed by
+-- SECURITY DEFINER PL/pgSQL functions.  From 1.5 on they live in the
+-- library: a table in shared memory, written to $PGDATA/snowflake.lease_state
+-- and WAL-logged with the extension's resource manager, like the
+-- reservation.  The lease functions are C functions that run with their
+-- caller's rights and resolve no name; nothing here runs with more rights
+-- than its caller.  See docs/leases.md and src/pg/leases/README.md.
+--
+-- This script runs as the superuser who updates the extension, with
+-- search_path set to the extension's schema: every name it uses is
+-- qualified, and every call's argument types match exactly.
+
+-- Carry this node's leases of the old table into the lease table: window,
+-- token and history of every worker id (a connection-scoped lease as ended,
+-- see snowflake_lease_import_v14 in src/pg/leases/lease_functions.cpp).
+CREATE FUNCTION @extschema@.snowflake_lease_import_v14(lease @extschema@.snowflake_worker_leases)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_lease_import_v14'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+REVOKE ALL ON FUNCTION @extschema@.snowflake_lease_import_v14(@extschema@.snowflake_worker_leases) FROM PUBLIC;
+
+SELECT pg_catalog.count(*) AS imported
+  FROM (SELECT l FROM @extschema@.snowflake_worker_leases AS l ORDER BY l.token) AS o
+ WHERE @extschema@.snowflake_lease_import_v14(o.l);
+
+DROP FUNCTION @extschema@.snowflake_lease_import_v14(@extschema@.snowflake_worker_leases);
+
+-- The lease functions, now in C.  CREATE OR REPLACE keeps their grants;
+-- it also drops SECURITY DEFINER and the SET clauses of 1.4.
+CREATE OR REPLACE FUNCTION @extschema@.snowflake_lease_worker(holder text,
+                                       ttl interval DEFAULT NULL,
+                                       client_time timestamptz DEFAULT NULL,
+                                       OUT worker_id integer,
+                                       OUT node_id integer,
+                                       OUT token bigint,
+                                       OUT not_before timestamptz,
+                                       OUT not_after timestamptz,
+                                       OUT expires_at timestamptz,
+                                       OUT granted_at timestamptz,
+                                       OUT renew_interval interval,
+                                       OUT epoch timestamptz,
+                                       OUT timestamp_bits integer,
+                                       OUT node_bits integer,
+                                       OUT worker_bits integer,
+                                       OUT sequence_bits integer)
+RETURNS record
+AS 'MODULE_PATHNAME', 'snowflake_lease_worker'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE OR REPLACE FUNCTION @extschema@.snowflake_renew_lease(token bigint,
+                                      last_id bigint,
+                                      client_time timestamptz DEFAULT NULL,
+                                      OUT not_after timestamptz,
+                                      OUT expires_at timestamptz,
+                                      OUT renewed_at timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME', 'snowflake_renew_lease'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE OR REPLACE FUNCTION @extschema@.snowflake_release_lease(token bigint, last_id bigint)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_release_lease'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- The rows of snowflake_leases.  It shows a role what pg_stat_activity
+-- would: all leases to pg_read_all_stats (and so pg_monitor), its own
+-- roles' leases to any other role.  So PUBLIC may run it.
+CREATE FUNCTION @extschema@.snowflake_lease_list(OUT node_id integer,
+                                     OUT worker_id integer,
+                                     OUT token bigint,
+                                     OUT state text,
+                                     OUT holder text,
+                                     OUT holder_role name,
+                                     OUT client_addr inet,
+                                     OUT application_name text,
+                                     OUT backend_pid integer,
+                                     OUT ttl interval,
+                                     OUT since timestamptz,
+                                     OUT renewed_at timestamptz,
+                                     OUT expires_at timestamptz,
+                                     OUT not_before timestamptz,
+                                     OUT not_after timestamptz,
+                                     OUT last_timestamp timestamptz,
+                                     OUT released_at timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'snowflake_lease_list'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION @extschema@.snowflake_lease_list() IS
+    'The worker-id leases the calling role may see; read snowflake_leases';
+
+-- The same columns as 1.4's view, so its grants stay.  The body is one
+-- qualified call: nothing in it binds to an object another role made.
+CREATE OR REPLACE VIEW @extschema@.snowflake_leases AS
+SELECT l.node_id, l.worker_id, l.token, l.state, l.holder, l.holder_role, l.client_addr,
+       l.application_name, l.backend_pid, l.ttl, l.since, l.renewed_at, l.expires_at,
+       l.not_before, l.not_after, l.last_timestamp, l.released_at
+  FROM @extschema@.snowflake_lease_list() AS l;
+
+-- 1.4's helpers and table go; the lease history now lives in the lease
+-- table, which DROP SCHEMA cannot reach and pg_dump does not need.
+DROP FUNCTION @extschema@.snowflake_lease_held(bigint, text);
+DROP FUNCTION @extschema@.snowflake_lease_reported_ms(@extschema@.snowflake_worker_leases, bigint);
+DROP FUNCTION @extschema@.snowflake_lease_check_clock(timestamptz, bigint, bigint);
+DROP FUNCTION @extschema@.snowflake_lease_layout(timestamptz, integer, integer, integer);
+DROP FUNCTION @extschema@.snowflake_lease_ms(timestamptz);
+DROP FUNCTION @extschema@.snowflake_lease_time(bigint);
+DROP FUNCTION @extschema@.snowflake_lease_connection_alive(integer, timestamptz);
+DROP FUNCTION @extschema@.snowflake_lease_context(text);
+ALTER EXTENSION snowflake DROP TABLE @extschema@.snowflake_worker_leases;
+DROP TABLE @extschema@.snowflake_worker_leases;
+
+-- The recorded layouts accept only what the settings accept: a finite
+-- epoch, and widths within the settings' ranges (1.0 allowed, say, 32
+-- sequence bits, which snowflake_decode() then misread).
+ALTER TABLE @extschema@.snowflake_layout
+    ADD CONSTRAINT snowflake_layout_epoch_check CHECK (pg_catalog.isfinite(epoch)),
+    ADD CONSTRAINT snowflake_layout_widths_check
+        CHECK (node_bits OPERATOR(pg_catalog.<=) 16
+               AND worker_bits OPERATOR(pg_catalog.<=) 16
+               AND sequence_bits OPERATOR(pg_catalog.<=) 24);
