@@ -70,38 +70,36 @@ INSERT INTO snowflake_layout (first_id, epoch, node_bits, worker_bits, sequence_
     VALUES (1, now(), 3, 7, 12);
 DELETE FROM snowflake_nodes;
 -- Leasing worker ids is granted explicitly, never to PUBLIC; nor does
--- PUBLIC read the leases or their table.
+-- PUBLIC read the view.  PUBLIC may run the view's function, which shows a
+-- role only the leases of roles whose privileges it has: none here.
 SELECT * FROM snowflake_lease_worker('regress', interval '1 minute');
 SELECT * FROM snowflake_renew_lease(1, NULL);
 SELECT snowflake_release_lease(1, NULL);
 SELECT * FROM snowflake_leases;
-SELECT * FROM snowflake_worker_leases;
-UPDATE snowflake_worker_leases SET not_before_ms = 0;
 \set VERBOSITY default
+SELECT count(*) AS leases_public_sees FROM snowflake_lease_list();
 RESET ROLE;
 
--- A role granted the three lease functions leases, renews and releases;
--- it still cannot write the table other than through them.
+-- A role granted the three lease functions leases, renews and releases.
 GRANT EXECUTE ON FUNCTION snowflake_lease_worker(text, interval, timestamptz),
                           snowflake_renew_lease(bigint, bigint, timestamptz),
                           snowflake_release_lease(bigint, bigint)
    TO regress_snowflake_user;
 SET ROLE regress_snowflake_user;
 SELECT token AS granted_token FROM snowflake_lease_worker('regress', interval '1 minute') \gset
--- Granted SELECT on the view, as docs/leases.md suggests, it reads the
--- state of its lease (the view calls no function PUBLIC may not).
+-- Granted SELECT on the view, as docs/leases.md suggests, it reads its own
+-- leases, and no other role's (the superuser's lease is not shown).
 RESET ROLE;
+SELECT token AS hidden_token FROM snowflake_lease_worker('hidden', interval '1 minute') \gset
 GRANT SELECT ON snowflake_leases TO regress_snowflake_user;
 SET ROLE regress_snowflake_user;
-SELECT state, holder FROM snowflake_leases WHERE token = :granted_token;
+SELECT state, holder FROM snowflake_leases WHERE token IN (:granted_token, :hidden_token);
 SELECT expires_at IS NOT NULL AS renewed FROM snowflake_renew_lease(:granted_token, NULL);
 SELECT snowflake_release_lease(:granted_token, NULL) AS released;
-\set VERBOSITY sqlstate
-DELETE FROM snowflake_worker_leases;
-\set VERBOSITY default
 RESET ROLE;
--- Only the role that took a lease (its session user) may renew or release
--- it; a superuser may too.
+SELECT snowflake_release_lease(:hidden_token, NULL) AS released;
+-- Only the role that took a lease (current_user at the grant) may renew or
+-- release it; a superuser may too.
 SELECT token AS admins_token FROM snowflake_lease_worker('admin''s', interval '1 minute') \gset
 SET SESSION AUTHORIZATION regress_snowflake_user;
 \set VERBOSITY sqlstate
@@ -124,12 +122,14 @@ REVOKE EXECUTE ON FUNCTION snowflake_lease_worker(text, interval, timestamptz),
    FROM regress_snowflake_user;
 REVOKE SELECT ON snowflake_leases FROM regress_snowflake_user;
 
--- Monitoring roles see all of the registry.
+-- Monitoring roles see all of the registry, and every lease.
 SET ROLE regress_snowflake_monitor;
 SELECT count(host) >= 0 AND count(data_directory) >= 0
        AND count(system_identifier) >= 0 AS monitor_reads_all
   FROM snowflake_nodes;
-SELECT count(*) >= 0 AS monitor_reads_leases FROM snowflake_leases;
+SELECT count(*) = (SELECT count(*) FROM snowflake_lease_list() WHERE true) AS monitor_reads_leases,
+       count(*) FILTER (WHERE token IN (:admins_token, :users_token)) AS others_leases
+  FROM snowflake_leases;
 RESET ROLE;
 
 DROP ROLE regress_snowflake_user;

@@ -60,6 +60,71 @@ ALTER EXTENSION snowflake UPDATE TO '1.4';
 SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
 SELECT object FROM extension_objects ORDER BY 1;
 
+-- Leases taken under 1.4 (its SQL functions, on its table): one held for an
+-- hour and renewed with a reported ID, one released with its last ID, one
+-- connection-scoped.  The update must carry each window, token and history
+-- into the lease table of 1.5.
+SELECT token AS held_token, worker_id AS held_worker, not_before AS held_nb
+  FROM snowflake_lease_worker('upgrade-held', interval '1 hour') \gset
+SELECT ((((extract(epoch FROM :'held_nb'::timestamptz) * 1000)::bigint + 1
+          - (extract(epoch FROM timestamptz '2025-01-01 UTC') * 1000)::bigint) << 22)
+        | (:held_worker::bigint << 12) | 5) AS held_last_id \gset
+SELECT not_after AS held_na FROM snowflake_renew_lease(:held_token, :held_last_id) \gset
+SELECT token AS released_token, worker_id AS released_worker, not_before AS released_nb
+  FROM snowflake_lease_worker('upgrade-released', interval '1 hour') \gset
+SELECT ((((extract(epoch FROM :'released_nb'::timestamptz) * 1000)::bigint + 7
+          - (extract(epoch FROM timestamptz '2025-01-01 UTC') * 1000)::bigint) << 22)
+        | (:released_worker::bigint << 12)) AS released_last_id \gset
+SELECT snowflake_release_lease(:released_token, :released_last_id) AS released_under_1_4;
+SELECT token AS conn_token, worker_id AS conn_worker, not_after AS conn_na
+  FROM snowflake_lease_worker('upgrade-connection') \gset
+CREATE TEMP TABLE leases_1_4 AS
+SELECT worker_id, token, state, holder, holder_role, ttl, not_before, not_after, last_timestamp,
+       released_at IS NOT NULL AS released
+  FROM snowflake_leases;
+
+ALTER EXTENSION snowflake UPDATE TO '1.5';
+SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
+SELECT object FROM extension_objects ORDER BY 1;
+-- No function of the extension runs with rights other than its caller's,
+-- and only snowflake_convert_column() pins its search_path.
+SELECT proname, prosecdef, proconfig FROM extension_functions
+ WHERE prosecdef OR proconfig IS NOT NULL ORDER BY 1;
+
+-- Every lease came across: the same worker id, token, holder, role, window
+-- and last reported timestamp.  The held one is still held; the released
+-- one is released; the connection-scoped one is carried as ended.
+SELECT o.holder, n.worker_id = o.worker_id AS same_worker, n.token = o.token AS same_token,
+       n.holder_role = o.holder_role AS same_role, n.ttl = o.ttl AS same_ttl,
+       n.not_before = o.not_before AS same_nb, n.not_after = o.not_after AS same_na,
+       n.last_timestamp IS NOT DISTINCT FROM o.last_timestamp AS same_last,
+       (n.released_at IS NOT NULL) = o.released AS same_release, o.state AS state_1_4,
+       n.state AS state_1_5
+  FROM leases_1_4 AS o JOIN snowflake_leases AS n USING (token)
+ ORDER BY o.token;
+-- The holder of the held lease renews it with its token under 1.5.
+SELECT not_after >= :'held_na'::timestamptz AS renewed_under_1_5
+  FROM snowflake_renew_lease(:held_token, NULL);
+-- New grants get new tokens: the never-leased worker id first, then the
+-- released one, and the connection-scoped lease's worker id last, only
+-- above its whole window (its holder may still issue until then).
+SELECT g.worker_id = :conn_worker AS conn_worker, g.token > :conn_token AS newer_token,
+       g.worker_id <> :held_worker AS not_the_held_one,
+       CASE WHEN g.worker_id = :conn_worker
+            THEN g.not_before >= :'conn_na'::timestamptz - interval '1 ms' END AS above_old_window,
+       CASE WHEN g.worker_id = :released_worker
+            THEN g.not_before = :'released_nb'::timestamptz + interval '7 ms' END AS above_last_id
+  FROM (VALUES (1, 'after-1'), (2, 'after-2'), (3, 'after-3')) AS v(n, h),
+       LATERAL snowflake_lease_worker(v.h, interval '1 minute') AS g
+ ORDER BY v.n;
+SELECT snowflake_release_lease(token, NULL) AS released_after_upgrade
+  FROM snowflake_leases WHERE state = 'held' ORDER BY token;
+-- The leases test that follows starts where no window lies ahead.
+SELECT pg_sleep_until(greatest(max(not_before),
+                              max(not_after) FILTER (WHERE state <> 'released')))
+       IS NOT NULL AS windows_passed
+  FROM snowflake_leases;
+
 -- The upgraded extension matches a fresh install of the default version.
 CREATE TEMP TABLE upgraded AS SELECT * FROM extension_functions;
 CREATE TEMP TABLE upgraded_objects AS SELECT * FROM extension_objects;

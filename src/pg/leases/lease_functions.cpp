@@ -734,7 +734,17 @@ snowflake_lease_import_v14(PG_FUNCTION_ARGS)
 	if (table->entries[index].image.magic == kLeaseImageMagic &&
 		table->entries[index].image.token >= token)
 	{
+		/* Leased under 1.5 already, through a database updated earlier. */
 		LWLockRelease(table->lock);
+		ereport(WARNING,
+				(errmsg("snowflake lease " INT64_FORMAT " of worker id %d, taken under version "
+						"1.4, was not carried into version 1.5",
+						token, worker_id),
+				 errdetail("Worker id %d was leased under version 1.5 before this database "
+						   "was updated.",
+						   worker_id),
+				 errhint("Update the database that snowflake.database names first.  Its holder "
+						 "is told at its next renewal.")));
 		PG_RETURN_BOOL(false);
 	}
 
