@@ -100,8 +100,9 @@ snowflake--$(EXTVERSION).sql: $(FIRST_RELEASE) $(UPGRADE_CHAIN) snowflake.contro
 # The core alone, with exceptions on, as GoogleTest needs.
 CORE_SRCS = $(CORE_OBJS:.o=.cpp)
 UNITTEST_CXXFLAGS = -std=c++17 -g $(WARNINGS) $(CORE_CPPFLAGS)
-test/unit/core_test: test/unit/core_test.cpp $(CORE_SRCS) src/core/*.hpp
-	$(CXX) $(UNITTEST_CXXFLAGS) -O1 -o $@ test/unit/core_test.cpp $(CORE_SRCS) \
+CORE_TESTS = test/unit/core_test.cpp test/unit/lease_rules_test.cpp
+test/unit/core_test: $(CORE_TESTS) $(CORE_SRCS) src/core/*.hpp
+	$(CXX) $(UNITTEST_CXXFLAGS) -O1 -o $@ $(CORE_TESTS) $(CORE_SRCS) \
 		-lgtest -lgtest_main -pthread
 
 unittest: test/unit/core_test
@@ -110,8 +111,8 @@ unittest: test/unit/core_test
 # The same tests under AddressSanitizer and UndefinedBehaviorSanitizer; any
 # report fails the run.
 SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-test/unit/core_test_sanitize: test/unit/core_test.cpp $(CORE_SRCS) src/core/*.hpp
-	$(CXX) $(UNITTEST_CXXFLAGS) -O1 $(SANITIZE) -o $@ test/unit/core_test.cpp $(CORE_SRCS) \
+test/unit/core_test_sanitize: $(CORE_TESTS) $(CORE_SRCS) src/core/*.hpp
+	$(CXX) $(UNITTEST_CXXFLAGS) -O1 $(SANITIZE) -o $@ $(CORE_TESTS) $(CORE_SRCS) \
 		-lgtest -lgtest_main -pthread
 
 unittest-sanitize: test/unit/core_test_sanitize

@@ -2,7 +2,7 @@
  * lease_rules.cpp
  *	  The rules of worker-id leases (see lease_rules.hpp).
  */
-#include "core/lease_rules.hpp"
+#include "lease_rules.hpp"
 
 namespace snowflake {
 

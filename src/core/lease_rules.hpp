@@ -21,7 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/layout.hpp"
+#include "layout.hpp"
 
 namespace snowflake {
 

@@ -60,28 +60,40 @@ ALTER EXTENSION snowflake UPDATE TO '1.4';
 SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
 SELECT object FROM extension_objects ORDER BY 1;
 
--- Leases taken under 1.4 (its SQL functions, on its table): one held for an
--- hour and renewed with a reported ID, one released with its last ID, one
--- connection-scoped.  The update must carry each window, token and history
--- into the lease table of 1.5.
-SELECT token AS held_token, worker_id AS held_worker, not_before AS held_nb
-  FROM snowflake_lease_worker('upgrade-held', interval '1 hour') \gset
-SELECT ((((extract(epoch FROM :'held_nb'::timestamptz) * 1000)::bigint + 1
-          - (extract(epoch FROM timestamptz '2025-01-01 UTC') * 1000)::bigint) << 22)
-        | (:held_worker::bigint << 12) | 5) AS held_last_id \gset
-SELECT not_after AS held_na FROM snowflake_renew_lease(:held_token, :held_last_id) \gset
-SELECT token AS released_token, worker_id AS released_worker, not_before AS released_nb
-  FROM snowflake_lease_worker('upgrade-released', interval '1 hour') \gset
-SELECT ((((extract(epoch FROM :'released_nb'::timestamptz) * 1000)::bigint + 7
-          - (extract(epoch FROM timestamptz '2025-01-01 UTC') * 1000)::bigint) << 22)
-        | (:released_worker::bigint << 12)) AS released_last_id \gset
-SELECT snowflake_release_lease(:released_token, :released_last_id) AS released_under_1_4;
-SELECT token AS conn_token, worker_id AS conn_worker, not_after AS conn_na
-  FROM snowflake_lease_worker('upgrade-connection') \gset
+-- Under library 1.5, the SQL lease functions of 1.4 refuse: two sources
+-- would hand out one worker id twice.
+\set VERBOSITY terse
+SELECT * FROM snowflake_lease_worker('upgrade-refused', interval '1 hour');
+\echo :LAST_ERROR_SQLSTATE
+\set VERBOSITY default
+-- Leases as 1.4 recorded them before the restart that loaded library 1.5:
+-- one held for an hour with a reported timestamp, one released with its
+-- last timestamp, one connection-scoped.  The update must carry each
+-- window, token and history into the lease table of 1.5.
+SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now_ms \gset
+INSERT INTO snowflake_worker_leases
+       (node_id, worker_id, token, holder, holder_role, backend_pid, backend_start, instance_id,
+        ttl, window_ms, layout, granted_at, renewed_at, not_before_ms, not_after_ms,
+        last_timestamp_ms, released_at)
+VALUES (0, 124, 1, 'upgrade-held', current_user, NULL, NULL, NULL, interval '1 hour', 3600000,
+        '1735689600000/3/7/12', now(), now(), :now_ms - 1, :now_ms + 3600000, :now_ms + 5, NULL),
+       (0, 125, 2, 'upgrade-released', current_user, NULL, NULL, NULL, interval '1 hour', 3600000,
+        '1735689600000/3/7/12', now(), now(), :now_ms - 1, :now_ms + 3600000, :now_ms + 7, now()),
+       (0, 126, 3, 'upgrade-connection', current_user, pg_backend_pid(),
+        (SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()),
+        (SELECT instance_id FROM snowflake_status()), NULL, 2000,
+        '1735689600000/3/7/12', now(), now(), :now_ms - 1, :now_ms + 2000, NULL, NULL),
+       -- another node's row, replicated here: not this node's to carry
+       (5, 124, 9, 'on node 5', current_user, NULL, NULL, NULL, interval '1 hour', 3600000,
+        '1735689600000/3/7/12', now(), now(), :now_ms - 1, :now_ms + 3600000, NULL, NULL);
+SELECT 1 AS held_token, 124 AS held_worker, 2 AS released_token, 125 AS released_worker,
+       to_timestamp((:now_ms - 1) / 1000.0) AS released_nb, 3 AS conn_token, 126 AS conn_worker,
+       to_timestamp((:now_ms + 2000) / 1000.0) AS conn_na,
+       to_timestamp((:now_ms + 3600000) / 1000.0) AS held_na \gset
 CREATE TEMP TABLE leases_1_4 AS
 SELECT worker_id, token, state, holder, holder_role, ttl, not_before, not_after, last_timestamp,
        released_at IS NOT NULL AS released
-  FROM snowflake_leases;
+  FROM snowflake_leases WHERE node_id = 0;
 
 ALTER EXTENSION snowflake UPDATE TO '1.5';
 SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
@@ -102,6 +114,7 @@ SELECT o.holder, n.worker_id = o.worker_id AS same_worker, n.token = o.token AS 
        n.state AS state_1_5
   FROM leases_1_4 AS o JOIN snowflake_leases AS n USING (token)
  ORDER BY o.token;
+SELECT count(*) AS leases_after_update FROM snowflake_leases;
 -- The holder of the held lease renews it with its token under 1.5.
 SELECT not_after >= :'held_na'::timestamptz AS renewed_under_1_5
   FROM snowflake_renew_lease(:held_token, NULL);
@@ -113,7 +126,7 @@ SELECT g.worker_id = :conn_worker AS conn_worker, g.token > :conn_token AS newer
        CASE WHEN g.worker_id = :conn_worker
             THEN g.not_before >= :'conn_na'::timestamptz - interval '1 ms' END AS above_old_window,
        CASE WHEN g.worker_id = :released_worker
-            THEN g.not_before = :'released_nb'::timestamptz + interval '7 ms' END AS above_last_id
+            THEN g.not_before = :'released_nb'::timestamptz + interval '8 ms' END AS above_last_id
   FROM (VALUES (1, 'after-1'), (2, 'after-2'), (3, 'after-3')) AS v(n, h),
        LATERAL snowflake_lease_worker(v.h, interval '1 minute') AS g
  ORDER BY v.n;

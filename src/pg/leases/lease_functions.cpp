@@ -730,21 +730,35 @@ snowflake_lease_import_v14(PG_FUNCTION_ARGS)
 	uint32		index = image.worker_id - table->first_worker_id;
 	XLogRecPtr	lsn;
 
+	image.flags |= kLeaseImported;
+
+	/*
+	 * Only into a lease table that version 1.5 has not granted from yet: its
+	 * tokens and windows would clash with the old table's.
+	 */
 	LWLockAcquire(table->lock, LW_EXCLUSIVE);
+	for (uint32 i = 0; i < table->count; i++)
+	{
+		const LeaseImage &current = table->entries[i].image;
+
+		if (current.magic == kLeaseImageMagic && !(current.flags & kLeaseImported))
+		{
+			LWLockRelease(table->lock);
+			ereport(WARNING,
+					(errmsg("snowflake lease " INT64_FORMAT " of worker id %d, taken under "
+							"version 1.4, was not carried into version 1.5",
+							token, worker_id),
+					 errdetail("This server leased worker ids under version 1.5 before this "
+							   "database was updated."),
+					 errhint("Update the database that snowflake.database names first.  The "
+							 "lease's holder is told at its next renewal.")));
+			PG_RETURN_BOOL(false);
+		}
+	}
 	if (table->entries[index].image.magic == kLeaseImageMagic &&
 		table->entries[index].image.token >= token)
 	{
-		/* Leased under 1.5 already, through a database updated earlier. */
 		LWLockRelease(table->lock);
-		ereport(WARNING,
-				(errmsg("snowflake lease " INT64_FORMAT " of worker id %d, taken under version "
-						"1.4, was not carried into version 1.5",
-						token, worker_id),
-				 errdetail("Worker id %d was leased under version 1.5 before this database "
-						   "was updated.",
-						   worker_id),
-				 errhint("Update the database that snowflake.database names first.  Its holder "
-						 "is told at its next renewal.")));
 		PG_RETURN_BOOL(false);
 	}
 

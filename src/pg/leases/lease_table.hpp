@@ -56,6 +56,7 @@ constexpr int kLeaseBlockSize = 512;
 /* Image flags. */
 constexpr uint32 kLeaseReleased = 0x1;	/* released (or revoked) */
 constexpr uint32 kLeaseRevoked = 0x2;	/* released by another role */
+constexpr uint32 kLeaseImported = 0x4;	/* carried over from version 1.4 */
 
 /*
  * One worker id's last lease, as the file and the WAL carry it.  Plain
