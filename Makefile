@@ -39,7 +39,7 @@ EXTRA_CLEAN = test/unit/core_test test/unit/core_test_sanitize fence_probe.log $
 REGRESS = api decode errors status upgrade leases convert privileges time_bounds batch
 # Inputs under test/: test/sql, test/specs and test/expected.
 REGRESS_OPTS = --inputdir=test --temp-instance=tmp_check_regress --temp-config=test/conf/regress.conf
-ISOLATION = slot_claims interleaved_nextval lease_serialised
+ISOLATION = slot_claims interleaved_nextval lease_no_blocking
 ISOLATION_OPTS = --inputdir=test --temp-instance=tmp_check_iso --temp-config=test/conf/preload.conf
 # Specs that need every session on one worker slot run on an instance of
 # their own, with snowflake.worker_bits = 0.
