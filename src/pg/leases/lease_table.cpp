@@ -38,6 +38,7 @@ extern "C"
 #include "pg/leases/lease_table.hpp"
 #include "pg/reservation/reservation_wal.hpp"
 #include "pg/settings.hpp"
+#include "pg/shared_state.hpp"
 #include "pg/sync_standbys.hpp"
 
 static constexpr const char *kLeaseTrancheName = "snowflake leases";
@@ -256,12 +257,12 @@ InstallLeaseTableHooks(void)
 LeaseTable *
 RequireLeaseTable(void)
 {
+	/* Both are set up by the same preload: its error says how. */
 	if (unlikely(lease_table == nullptr))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("snowflake must be loaded via shared_preload_libraries"),
-				 errhint("Add snowflake to shared_preload_libraries in postgresql.conf "
-						 "and restart the server.")));
+	{
+		(void) RequireSharedState();
+		elog(ERROR, "snowflake lease table is not set up");
+	}
 	return lease_table;
 }
 
