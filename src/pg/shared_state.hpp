@@ -74,7 +74,8 @@ struct SessionAttachment
 	pg_atomic_uint32 pid;			/* 0 when not attached */
 	uint32		worker_id;
 	Oid			database_id;
-	Oid			user_id;
+	Oid			user_id;		/* the current role when it attached */
+	Oid			session_user_id;	/* as pg_stat_activity has it; see status.cpp */
 	TimestampTz attached_at;
 	pg_atomic_uint64 ids_issued;	/* since attaching; its backend writes it */
 };
@@ -119,7 +120,14 @@ struct SharedState
 	 * worker last found and did (registry/node_registry.cpp).
 	 */
 	pg_uuid_t	instance_id;
-	slock_t		collision_mutex;	/* guards the next three */
+	slock_t		collision_mutex;	/* guards the next four */
+
+	/*
+	 * The running peer: its instance id, which every role may read in
+	 * snowflake_nodes, and its full description (host, port, timeline,
+	 * system identifier), which only the server log gets.
+	 */
+	char		collision_instance[UUID_LEN * 2 + 5];
 	char		collision_detail[256];
 	TimestampTz registry_last_round;	/* the last round that completed; 0: none */
 	char		registry_problem[256];	/* why rounds do not complete; "" if they do */

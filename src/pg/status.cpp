@@ -6,16 +6,24 @@
  *
  * Both read shared memory without a lock: each value is read atomically,
  * but a row may mix values from just before and just after a change.
+ *
+ * snowflake_workers shows every role what pg_stat_activity does (pid,
+ * database, role) and, like it, a session's details (claimed_at,
+ * ids_issued) only to roles with the privileges of the session's role or
+ * of pg_read_all_stats.
  */
 extern "C"
 {
 #include "postgres.h"
 
 #include "access/htup_details.h"	/* heap_form_tuple */
+#include "catalog/pg_authid.h"	/* ROLE_PG_READ_ALL_STATS */
 #include "fmgr.h"
 #include "funcapi.h"
+#include "miscadmin.h"			/* GetUserId */
 #include "port/atomics.h"
 #include "storage/spin.h"
+#include "utils/acl.h"			/* has_privs_of_role */
 #include "utils/builtins.h"	/* CStringGetTextDatum */
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
@@ -125,6 +133,8 @@ snowflake_worker_slots(PG_FUNCTION_ARGS)
 {
 	SharedState *state = RequireSharedState();
 	ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+	/* pg_stat_activity's test (HAS_PGSTAT_PERMISSIONS in pgstatfuncs.c). */
+	bool		sees_all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
 
 	InitMaterializedSRF(fcinfo, 0);
 	for (uint32 i = 0; i < state->attachment_count; i++)
@@ -140,15 +150,27 @@ snowflake_worker_slots(PG_FUNCTION_ARGS)
 		pg_read_barrier();
 
 		WorkerSlot *slot = state->Slot(attachment->worker_id);
+		bool		sees_details = sees_all ||
+			has_privs_of_role(GetUserId(), attachment->session_user_id);
 
 		values[0] = Int32GetDatum(static_cast<int32>(attachment->worker_id));
 		values[1] = Int32GetDatum(static_cast<int32>(pid));
 		values[2] = ObjectIdGetDatum(attachment->database_id);
 		values[3] = ObjectIdGetDatum(attachment->user_id);
 		values[4] = TimestampTzGetDatum(attachment->attached_at);
+		nulls[4] = !sees_details;
 		values[5] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&attachment->ids_issued)));
+		nulls[5] = !sees_details;
 		values[6] = TimestampTzGetDatum(UnixMsToTimestampTz(SlotLastUnixMs(slot)));
 		nulls[6] = pg_atomic_read_u64(&slot->last_id) == 0;	/* none issued yet */
+
+		/*
+		 * Another backend that took this entry since may have mixed its
+		 * fields with those checked above: skip the session that is gone.
+		 */
+		pg_read_barrier();
+		if (pg_atomic_read_u32(&attachment->pid) != pid)
+			continue;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return static_cast<Datum>(0);

@@ -52,7 +52,7 @@ struct PeerBeat
 	char		instance_id[UUID_LEN * 2 + 5];
 	int64		beats;
 	int64		advanced_at_us;	/* monotonic time its count last grew; 0: never */
-	char		description[192];
+	char		description[192];	/* where it runs: for the server log only */
 	bool		seen;			/* in the current round */
 };
 
@@ -140,10 +140,11 @@ FindPeer(const char *instance_id)
 }
 
 /*
- * Reads the other instances with our node_id and returns a description of
- * one that is running (see kRunningWindowIntervals), or NULL.
+ * Reads the other instances with our node_id and returns one that is
+ * running (see kRunningWindowIntervals), or NULL; it stays valid until the
+ * next call.
  */
-char *
+const PeerBeat *
 FindRunningPeer(SharedState *state, const char *schema)
 {
 	Oid			types[2] = {INT4OID, UUIDOID};
@@ -193,7 +194,7 @@ FindRunningPeer(SharedState *state, const char *schema)
 	}
 
 	/* Forget rows that are gone, so the table may be cleaned up. */
-	char	   *running = nullptr;
+	int			running = -1;
 	int			kept = 0;
 
 	for (int i = 0; i < peer_count; i++)
@@ -201,13 +202,13 @@ FindRunningPeer(SharedState *state, const char *schema)
 		if (!peers[i].seen)
 			continue;
 		peers[kept] = peers[i];
-		if (running == nullptr && peers[kept].advanced_at_us != 0 &&
+		if (running < 0 && peers[kept].advanced_at_us != 0 &&
 			now_us - peers[kept].advanced_at_us <= window_us)
-			running = pstrdup(peers[kept].description);
+			running = kept;
 		kept++;
 	}
 	peer_count = kept;
-	return running;
+	return running < 0 ? nullptr : &peers[running];
 }
 
 /*
@@ -217,22 +218,26 @@ FindRunningPeer(SharedState *state, const char *schema)
  * worker cannot run.
  */
 void
-PublishFinding(SharedState *state, const char *running_peer)
+PublishFinding(SharedState *state, const PeerBeat *running_peer)
 {
 	bool		collision = running_peer != nullptr;
 	bool		was = pg_atomic_read_u32(&state->node_collision) != 0;
 
 	SpinLockAcquire(&state->collision_mutex);
-	strlcpy(state->collision_detail, collision ? running_peer : "",
+	strlcpy(state->collision_instance, collision ? running_peer->instance_id : "",
+			sizeof(state->collision_instance));
+	strlcpy(state->collision_detail, collision ? running_peer->description : "",
 			sizeof(state->collision_detail));
 	SpinLockRelease(&state->collision_mutex);
 	pg_atomic_write_u32(&state->node_collision, collision ? 1 : 0);
 
+	/* This worker has no client: its messages go to the server log only. */
 	if (collision && !was)
 		ereport(WARNING,
 				(errmsg("snowflake node_id %d is also used by another running instance",
 						g_settings.node_id),
-				 errdetail("snowflake_nodes shows %s heartbeating.", running_peer),
+				 errdetail("snowflake_nodes shows %s heartbeating.",
+						   running_peer->description),
 				 errhint("Give each primary its own snowflake.node_id; until then their "
 						 "IDs can collide.")));
 	else if (!collision && was)
@@ -332,6 +337,7 @@ InitRegistryState(SharedState *state)
 {
 	pg_atomic_init_u32(&state->node_collision, 0);
 	SpinLockInit(&state->collision_mutex);
+	state->collision_instance[0] = '\0';
 	state->collision_detail[0] = '\0';
 	state->registry_last_round = 0;
 	state->registry_problem[0] = '\0';
@@ -339,20 +345,32 @@ InitRegistryState(SharedState *state)
 	NewInstanceId(&state->instance_id);
 }
 
+/*
+ * The client learns only the peer's instance id, which every role may read
+ * in snowflake_nodes; where the peer runs (host, port, system identifier),
+ * which only superusers and pg_monitor may read there, goes to the server
+ * log alone.
+ */
 void
 ReportGenerationBlocked(SharedState *state)
 {
+	char		instance[sizeof(state->collision_instance)];
 	char		detail[sizeof(state->collision_detail)];
 
 	SpinLockAcquire(&state->collision_mutex);
+	strlcpy(instance, state->collision_instance, sizeof(instance));
 	strlcpy(detail, state->collision_detail, sizeof(detail));
 	SpinLockRelease(&state->collision_mutex);
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("snowflake node_id %d is also used by another running instance",
 					g_settings.node_id),
-			 errdetail("snowflake_nodes shows %s heartbeating; IDs from the two could "
-					   "collide, and snowflake.on_node_collision is \"error\".", detail),
+			 errdetail("snowflake_nodes shows instance %s heartbeating; IDs from the two "
+					   "could collide, and snowflake.on_node_collision is \"error\".",
+					   instance),
+			 errdetail_log("snowflake_nodes shows %s heartbeating; IDs from the two could "
+						   "collide, and snowflake.on_node_collision is \"error\".",
+						   detail),
 			 errhint("Give each primary its own snowflake.node_id.")));
 }
 

@@ -21,6 +21,7 @@ extern "C"
 #endif
 #include "storage/ipc.h"		/* before_shmem_exit */
 #include "storage/lock.h"
+#include "utils/backend_status.h"	/* MyBEEntry */
 #include "utils/timestamp.h"
 }
 
@@ -63,6 +64,16 @@ MyAttachment(SharedState *state)
 	if (index < 0 || static_cast<uint32>(index) >= state->attachment_count)
 		elog(ERROR, "snowflake: backend index %d is outside the attachment array", index);
 	return state->Attachment(static_cast<uint32>(index));
+}
+
+/*
+ * The role pg_stat_activity shows for this session (the session user when
+ * it started), on which it decides who may see the session's details.
+ */
+static Oid
+PgstatUserId(void)
+{
+	return MyBEEntry != nullptr ? MyBEEntry->st_userid : GetSessionUserId();
 }
 
 /*
@@ -132,6 +143,7 @@ AttachWorkerSlot(SharedState *state, uint32 *worker_id, SessionAttachment **atta
 	mine->worker_id = chosen;
 	mine->database_id = MyDatabaseId;
 	mine->user_id = GetUserId();
+	mine->session_user_id = PgstatUserId();
 	mine->attached_at = GetCurrentTimestamp();
 	pg_atomic_write_u64(&mine->ids_issued, 0);
 	/* Readers that see the pid must see the rest. */

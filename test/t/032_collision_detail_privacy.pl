@@ -1,0 +1,162 @@
+# A node-id collision tells a client only what every role may read in
+# snowflake_nodes: the other instance's id.  Where that instance runs (host,
+# port, system identifier), which 1.3 shows only to superusers and
+# pg_monitor, goes to the server log alone.
+#
+# A running peer with our node id is faked in snowflake_nodes (a row whose
+# beat count keeps growing), with a host, port and system identifier that
+# appear nowhere else.  With on_node_collision = error, an unprivileged
+# role's snowflake_nextval() fails with a DETAIL naming the instance only,
+# while the log has the whole description; with warn, the registry's
+# WARNING names it in the log and the session hears nothing of it; and
+# snowflake_status() shows the collision, not the peer.
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use SnowflakeTest;
+
+my $node = PostgreSQL::Test::Cluster->new('collision_privacy');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', q(
+shared_preload_libraries = 'snowflake'
+snowflake.database = 'postgres'
+snowflake.registry_interval = 200
+snowflake.on_node_collision = error
+));
+$node->start;
+$node->safe_psql(
+	'postgres', q{
+CREATE EXTENSION snowflake;
+CREATE ROLE regress_nobody LOGIN;
+CREATE ROLE regress_stats LOGIN IN ROLE pg_read_all_stats});
+
+my $peer = '00000000-0000-4000-8000-0000000000aa';
+my $host = 'db-secret-host.internal';
+my $port = 6543;
+my $system = '7431000000000000001';
+my $secret = qr/\Q$host\E|\b$port\b|$system/;
+my $where = qr/\Q$host\E|$system/;	# no port: numbers abound in a status row
+
+# Runs $sql as $role in a new session; returns its exit code and stderr.
+sub as_role
+{
+	my ($role, $sql) = @_;
+	my ($stdout, $stderr);
+	my $ret = $node->psql(
+		'postgres', $sql,
+		stdout => \$stdout,
+		stderr => \$stderr,
+		extra_params => [ '-U', $role ]);
+	return ($ret, $stderr, $stdout);
+}
+
+sub set_policy
+{
+	my ($policy) = @_;
+	$node->safe_psql('postgres',
+		"ALTER SYSTEM SET snowflake.on_node_collision = '$policy'; SELECT pg_reload_conf()");
+	ok( $node->poll_query_until(
+			'postgres', 'SHOW snowflake.on_node_collision', $policy),
+		"on_node_collision is $policy after the reload");
+}
+
+my ($ret, $stderr, $stdout) =
+  as_role('regress_nobody', 'SELECT snowflake_nextval() > 0');
+is($ret, 0, 'regress_nobody generates IDs before any collision');
+($ret, $stderr) = as_role('regress_nobody', 'SELECT host FROM snowflake_nodes');
+like($stderr, qr/permission denied/,
+	'regress_nobody may not read the host column of snowflake_nodes');
+
+# --- the peer ---------------------------------------------------------------------
+
+$node->safe_psql(
+	'postgres', qq{
+INSERT INTO snowflake_nodes (node_id, instance_id, system_identifier, timeline, host,
+                             port, data_directory, started_at, last_seen, beats)
+VALUES (0, '$peer', '$system', 1, '$host', $port, '/elsewhere', now(), now(), 1)});
+my $beating = SnowflakeTest::start_psql(
+	$node,
+	$node->basedir,
+	'peer',
+	'-c', qq{
+DO \$\$
+BEGIN
+    FOR i IN 1 .. 3000 LOOP
+        UPDATE snowflake_nodes SET beats = beats + 1 WHERE instance_id = '$peer';
+        COMMIT;
+        PERFORM pg_sleep(0.1);
+    END LOOP;
+END
+\$\$});
+ok($node->poll_query_until('postgres', 'SELECT node_collision FROM snowflake_status()'),
+	'the registry finds the running peer');
+
+# --- on_node_collision = error ------------------------------------------------------
+
+my $log_offset = -s $node->logfile;
+($ret, $stderr) = as_role('regress_nobody', 'SELECT snowflake_nextval()');
+isnt($ret, 0, 'snowflake_nextval() fails for regress_nobody');
+like(
+	$stderr,
+	qr/ERROR:  snowflake node_id 0 is also used by another running instance$/m,
+	'the error');
+like(
+	$stderr,
+	qr/^DETAIL:  \Qsnowflake_nodes shows instance $peer heartbeating; IDs from the two could collide, and snowflake.on_node_collision is "error".\E$/m,
+	'its DETAIL names the other instance');
+unlike($stderr, $secret,
+	'and not its host, port or system identifier');
+unlike($stderr, qr/ on host /, 'nor any host at all');
+
+ok( $node->wait_for_log(
+		qr/ERROR:  snowflake node_id 0 is also used by another running instance\n[^\n]*DETAIL:  \Qsnowflake_nodes shows instance $peer on host $host port $port (timeline 1, system $system) heartbeating; IDs from the two could collide\E/,
+		$log_offset),
+	'the server log has the host, port, timeline and system identifier');
+
+($ret, $stderr) = as_role('regress_stats', 'SELECT snowflake_nextval()');
+isnt($ret, 0, 'snowflake_nextval() fails for a member of pg_read_all_stats too');
+like($stderr, qr/DETAIL:  \Qsnowflake_nodes shows instance $peer heartbeating;\E/,
+	'with the same DETAIL');
+unlike($stderr, $secret, 'which has no host, port or system identifier either');
+
+# snowflake_status() flags the collision and names no peer.
+($ret, $stderr, $stdout) = as_role('regress_nobody',
+	'SELECT s::text, node_collision FROM snowflake_status() AS s');
+is($ret, 0, 'regress_nobody reads snowflake_status()');
+like($stdout, qr/\|t$/, 'it shows node_collision');
+unlike($stdout, $where, 'and not where the peer runs');
+
+# --- on_node_collision = warn -------------------------------------------------------
+
+set_policy('warn');
+($ret, $stderr) = as_role('regress_nobody', 'SELECT snowflake_nextval() > 0');
+is($ret, 0, 'with warn, regress_nobody gets IDs');
+is($stderr, '', 'and no message at all');
+
+# The registry's WARNING is in the log: the collision is found afresh after
+# the peer's row goes and comes back.
+$log_offset = -s $node->logfile;
+$node->safe_psql(
+	'postgres', qq{
+CREATE TABLE peer_row AS SELECT * FROM snowflake_nodes WHERE instance_id = '$peer';
+DELETE FROM snowflake_nodes WHERE instance_id = '$peer'});
+ok( $node->poll_query_until(
+		'postgres', 'SELECT NOT node_collision FROM snowflake_status()'),
+	'the collision clears while the row is gone');
+$node->safe_psql('postgres',
+	'INSERT INTO snowflake_nodes SELECT * FROM peer_row; DROP TABLE peer_row');
+ok( $node->wait_for_log(
+		qr/WARNING:  snowflake node_id 0 is also used by another running instance\n[^\n]*DETAIL:  \Qsnowflake_nodes shows instance $peer on host $host port $port (timeline 1, system $system) heartbeating.\E/,
+		$log_offset),
+	"the registry's WARNING in the log names where the peer runs");
+($ret, $stderr) = as_role('regress_nobody', 'SELECT snowflake_nextval() > 0');
+is($ret, 0, 'IDs go on under warn');
+is($stderr, '', 'and the session hears nothing of the peer');
+
+$node->stop;
+$beating->finish;
+done_testing();
