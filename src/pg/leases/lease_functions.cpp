@@ -25,13 +25,11 @@ extern "C"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"		/* pg_mbcliplen */
 #include "miscadmin.h"			/* GetUserId, MyProcPid, MyStartTimestamp */
-#include "storage/proc.h"		/* MyProc */
 #include "utils/builtins.h"		/* text_to_cstring */
 #include "utils/guc.h"			/* application_name */
 #include "utils/inet.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
-#include "access/xact.h"		/* GetCurrentStatementStartTimestamp */
 #include "utils/fmgrprotos.h"	/* inet_client_addr, inet_out */
 #include "utils/acl.h"			/* get_role_oid */
 }
@@ -212,38 +210,70 @@ IntervalMs(int64 ms)
 }
 
 /*
- * What one statement granted, so that PostgreSQL's evaluating the call
- * once per output column, as in (snowflake_lease_worker(...)).*, grants
- * one lease: the same arguments in the same statement return it again.
+ * What the running query granted, so that PostgreSQL's evaluating the call
+ * once per output column, as in (snowflake_lease_worker(...)).*, grants one
+ * lease: the same arguments, from the same role, in the same execution of
+ * the same query, return it again while it is held.  The query is known by
+ * the memory context its function calls live in; a callback forgets the
+ * grant when that context goes, so another statement, or another execution
+ * of the same plan (a loop in PL/pgSQL), gets a lease of its own.
  */
-struct StatementGrant
+struct QueryGrant
 {
 	bool		valid;
-	LocalTransactionId lxid;
-	TimestampTz statement_start;
+	MemoryContext query_context;
+	Oid			role;
 	char		holder[kMaxHolderBytes + 1];
 	int64		ttl_ms;
 	LeaseImage	image;
 };
 
-static StatementGrant last_grant;
+static QueryGrant last_grant;
 
-static LocalTransactionId
-CurrentLocalXid(void)
+static void
+ForgetQueryGrant(void *arg)
 {
-#if PG_VERSION_NUM >= 170000
-	return MyProc->vxid.lxid;
-#else
-	return MyProc->lxid;
-#endif
+	(void) arg;
+	last_grant.valid = false;
 }
 
+/* The lease this query granted with these arguments, if it is still held. */
 static bool
-SameStatementGrant(const char *holder, int64 ttl_ms)
+SameQueryGrant(LeaseTable *table, FunctionCallInfo fcinfo, const char *holder, int64 ttl_ms)
 {
-	return last_grant.valid && last_grant.lxid == CurrentLocalXid() &&
-		last_grant.statement_start == GetCurrentStatementStartTimestamp() &&
-		last_grant.ttl_ms == ttl_ms && strcmp(last_grant.holder, holder) == 0;
+	if (!last_grant.valid || last_grant.query_context != fcinfo->flinfo->fn_mcxt ||
+		last_grant.role != GetUserId() || last_grant.ttl_ms != ttl_ms ||
+		strcmp(last_grant.holder, holder) != 0)
+		return false;
+
+	uint32		index = last_grant.image.worker_id - table->first_worker_id;
+
+	LWLockAcquire(table->lock, LW_SHARED);
+	bool		held = index < table->count &&
+		table->entries[index].image.token == last_grant.image.token &&
+		IsHeld(table->entries[index], NowUnixMs());
+
+	LWLockRelease(table->lock);
+	return held;
+}
+
+static void
+RememberQueryGrant(FunctionCallInfo fcinfo, const char *holder, int64 ttl_ms,
+				   const LeaseImage &image)
+{
+	MemoryContext query_context = fcinfo->flinfo->fn_mcxt;
+	MemoryContextCallback *callback = static_cast<MemoryContextCallback *>(
+		MemoryContextAlloc(query_context, sizeof(MemoryContextCallback)));
+
+	callback->func = ForgetQueryGrant;
+	callback->arg = nullptr;
+	MemoryContextRegisterResetCallback(query_context, callback);
+	last_grant.valid = true;
+	last_grant.query_context = query_context;
+	last_grant.role = GetUserId();
+	last_grant.ttl_ms = ttl_ms;
+	strlcpy(last_grant.holder, holder, sizeof(last_grant.holder));
+	last_grant.image = image;
 }
 
 static Datum
@@ -352,7 +382,7 @@ snowflake_lease_worker(PG_FUNCTION_ARGS)
 
 	CheckClientClock(client_clock, NowUnixMs(), kNoTimestamp);
 
-	if (SameStatementGrant(holder, ttl_ms))
+	if (SameQueryGrant(table, fcinfo, holder, ttl_ms))
 		PG_RETURN_DATUM(GrantResult(fcinfo, last_grant.image));
 
 	const int64 floor_minus_1 = g_settings.layout.epoch_ms + GenerationFloor(state) - 1;
@@ -431,12 +461,7 @@ snowflake_lease_worker(PG_FUNCTION_ARGS)
 	LWLockRelease(table->lock);
 	MakeLeaseChangeDurable(table, change, lsn);
 
-	last_grant.valid = true;
-	last_grant.lxid = CurrentLocalXid();
-	last_grant.statement_start = GetCurrentStatementStartTimestamp();
-	last_grant.ttl_ms = ttl_ms;
-	strlcpy(last_grant.holder, holder, sizeof(last_grant.holder));
-	last_grant.image = image;
+	RememberQueryGrant(fcinfo, holder, ttl_ms, image);
 	PG_RETURN_DATUM(GrantResult(fcinfo, image));
 }
 

@@ -1,0 +1,700 @@
+# The attacks of the 2026-11-24 security review of versions 1.3 and 1.4,
+# run against the lease design of 1.5 (leases in C, in shared memory, no
+# SECURITY DEFINER): each must fail now, and each check below fails on 1.4.
+#
+# - H1: a role with CREATE on the extension's schema plants same-schema
+#   overloads with string parameters of every function name the extension
+#   has (and had in 1.4); leasing, renewing, releasing and a superuser's
+#   reading of snowflake_leases run none of them.
+# - H2: the database owner renames schema public and plants a new one with
+#   1.4's helper names; nothing planted runs.  H2b: the owner drops the
+#   extension with its schema; the lease history survives the re-creation.
+# - H3: trojans planted before CREATE EXTENSION (and before a 1.4 install
+#   updated to 1.5) are bound into nothing: the view depends only on
+#   pg_catalog and the extension, and reading it promotes nobody.
+# - M2: a slow statement or an open transaction after a grant blocks no
+#   other role's renewal.  M3: a revocation blocks only its own worker id.
+#   M4: pg_dump by a non-superuser database owner works.
+# - L1: a lease belongs to the role that took it after SET ROLE.  L3:
+#   snowflake_lease_connection_alive() is gone, no function of the
+#   extension is SECURITY DEFINER or carries SET clauses.
+# - (snowflake_lease_worker(...)).* takes one lease; a grant that the
+#   transaction rolls back (plainly, or read through a cursor) stays held,
+#   is never handed out again, and its token still renews.
+#
+# Every trojan records its call in trap.trojan_calls, and when it runs as a
+# superuser it also makes its planter a superuser and writes a file into the
+# data directory (COPY TO, which no rollback undoes).  No check depends on
+# the machine's speed: background sessions are gated by advisory locks and
+# the test waits for their states in pg_stat_activity.
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+# A node leasing 4 worker ids in appdb, which appowner (not a superuser)
+# owns, so that appowner owns its schema public (pg_database_owner).
+sub new_node
+{
+	my ($name) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	$node->append_conf(
+		'postgresql.conf', q(
+shared_preload_libraries = 'snowflake'
+snowflake.database = 'appdb'
+snowflake.lease_workers = 4
+));
+	$node->start;
+	$node->safe_psql(
+		'postgres', q(
+CREATE ROLE appowner LOGIN;
+CREATE DATABASE appdb OWNER appowner;
+));
+	return $node;
+}
+
+# The test's own statements run with a safe path, so that only the
+# extension's code could meet the trojans.
+sub su_psql
+{
+	my ($node, $sql, %params) = @_;
+	return $node->safe_psql('appdb', "SET search_path = pg_catalog, pg_temp;\n$sql",
+		%params);
+}
+
+sub as_role
+{
+	my ($node, $role, $sql) = @_;
+	return $node->safe_psql('appdb', "SET search_path = pg_catalog, pg_temp;\n$sql",
+		extra_params => [ '-U', $role ]);
+}
+
+# Like as_role, but returns (exit code, stdout, stderr), errors with their
+# SQLSTATE.
+sub try_as_role
+{
+	my ($node, $role, $sql) = @_;
+	my ($ret, $out, $err) = $node->psql(
+		'appdb', "\\set VERBOSITY verbose\nSET search_path = pg_catalog, pg_temp;\n$sql",
+		extra_params => [ '-U', $role ]);
+	return ($ret, $out, $err);
+}
+
+# Schema trap (owned by $planter) with the record of calls and the trojan
+# every planted object calls: it records the call, and when it runs as a
+# superuser it makes $planter a superuser and writes a file into the data
+# directory.
+sub plant_trap
+{
+	my ($node, $planter) = @_;
+	my $dir = $node->data_dir;
+	# The test makes the schema, so that the planter needs no CREATE on the
+	# database.
+	su_psql($node, "CREATE SCHEMA trap AUTHORIZATION $planter");
+	as_role(
+		$node, $planter, qq{
+GRANT USAGE ON SCHEMA trap TO PUBLIC;
+CREATE TABLE trap.trojan_calls (trojan text NOT NULL, called_by name NOT NULL);
+GRANT SELECT, INSERT ON trap.trojan_calls TO PUBLIC;
+CREATE FUNCTION trap.trojan(what text) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS \$t\$
+BEGIN
+    INSERT INTO trap.trojan_calls VALUES (what, current_user);
+    IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+        EXECUTE format('COPY (SELECT %L) TO %L', what,
+                       '$dir/pwned_' || md5(what || clock_timestamp()::text));
+        EXECUTE 'ALTER ROLE $planter SUPERUSER';
+    END IF;
+END
+\$t\$;
+GRANT EXECUTE ON FUNCTION trap.trojan(text) TO PUBLIC;
+});
+	return;
+}
+
+# No trojan ran: none recorded, no file written, the planter no superuser.
+sub no_trojan_ran
+{
+	my ($node, $planter, $what) = @_;
+	is( su_psql(
+			$node,
+			"SELECT count(*) || ' ' || coalesce(string_agg(trojan || ' by ' || called_by, ', '), '')
+			   FROM trap.trojan_calls"),
+		'0 ',
+		"$what: no planted object ran");
+	my @files = glob($node->data_dir . '/pwned_*');
+	is(scalar(@files), 0, "$what: no planted object ran as a superuser (no file written)");
+	is(su_psql($node, "SELECT rolsuper FROM pg_roles WHERE rolname = '$planter'"),
+		'f', "$what: $planter is not a superuser");
+	return;
+}
+
+sub grant_leases
+{
+	my ($node, $schema, $roles) = @_;
+	su_psql(
+		$node, qq{
+GRANT EXECUTE ON FUNCTION $schema.snowflake_lease_worker(text, interval, timestamptz),
+                          $schema.snowflake_renew_lease(bigint, bigint, timestamptz),
+                          $schema.snowflake_release_lease(bigint, bigint) TO $roles;
+});
+	return;
+}
+
+# A lease as "worker_id|token|not_before_ms|not_after_ms".
+sub lease_sql
+{
+	my ($schema, $holder, $ttl) = @_;
+	return qq{SELECT worker_id || '|' || token || '|'
+	       || (extract(epoch FROM not_before) * 1000)::bigint || '|'
+	       || (extract(epoch FROM not_after) * 1000)::bigint
+  FROM $schema.snowflake_lease_worker('$holder', interval '$ttl')};
+}
+
+sub split_lease
+{
+	my ($line) = @_;
+	my ($worker_id, $token, $not_before, $not_after) = split /\|/, ($line // '');
+	return {
+		worker_id => $worker_id // -1,
+		token => $token // -1,
+		not_before => $not_before // 0,
+		not_after => $not_after // 0
+	};
+}
+
+# The objects outside pg_catalog and the extension that the view's rule
+# depends on.
+my $view_foreign_deps = q{
+SELECT coalesce(string_agg(pg_describe_object(d.refclassid, d.refobjid, d.refobjsubid), ', '), '')
+  FROM pg_depend AS d
+  JOIN pg_rewrite AS r ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid
+ WHERE r.ev_class = 'public.snowflake_leases'::regclass
+   AND NOT (d.refclassid = 'pg_class'::regclass AND d.refobjid = r.ev_class)
+   AND (pg_identify_object(d.refclassid, d.refobjid, 0)).schema IS DISTINCT FROM 'pg_catalog'
+   AND NOT EXISTS (SELECT FROM pg_depend AS e
+                    WHERE e.classid = d.refclassid AND e.objid = d.refobjid
+                      AND e.refclassid = 'pg_extension'::regclass AND e.deptype = 'e'
+                      AND e.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'snowflake'))};
+
+# --- H3: trojans planted before the extension is installed ---------------------
+
+# Look-alikes of what 1.4's view bound by name: better matches than
+# pg_catalog's for its argument types.
+sub plant_install_trojans
+{
+	my ($node) = @_;
+	plant_trap($node, 'appowner');
+	my $sql = q{
+CREATE FUNCTION public.to_timestamp(numeric) RETURNS timestamptz
+LANGUAGE plpgsql AS $f$
+BEGIN
+    PERFORM trap.trojan('to_timestamp(numeric)');
+    RETURN pg_catalog.to_timestamp($1::pg_catalog.float8);
+END $f$;
+CREATE FUNCTION public.floor(numeric) RETURNS numeric
+LANGUAGE plpgsql AS $f$
+BEGIN
+    PERFORM trap.trojan('floor(numeric)');
+    RETURN pg_catalog.floor($1::pg_catalog.float8)::pg_catalog.numeric;
+END $f$;
+};
+	my $n = 0;
+	for my $op (
+		[ '>', 'bigint', 'numeric', 'boolean' ],
+		[ '<', 'bigint', 'numeric', 'boolean' ],
+		[ '>=', 'bigint', 'numeric', 'boolean' ],
+		[ '/', 'bigint', 'numeric', 'numeric' ],
+		[ '*', 'numeric', 'integer', 'numeric' ],
+		[ '-', 'bigint', 'numeric', 'numeric' ],
+		[ '+', 'timestamptz', 'interval', 'timestamptz' ])
+	{
+		my ($name, $left, $right, $result) = @$op;
+		$n++;
+		$sql .= qq{
+CREATE FUNCTION public.trojan_op_$n($left, $right) RETURNS $result
+LANGUAGE plpgsql AS \$f\$
+BEGIN
+    PERFORM trap.trojan('$name($left,$right)');
+    RETURN \$1::pg_catalog.numeric OPERATOR(pg_catalog.$name) \$2;
+END \$f\$;
+CREATE OPERATOR public.$name (LEFTARG = $left, RIGHTARG = $right, FUNCTION = public.trojan_op_$n);
+};
+	}
+	# The timestamptz + interval one computes in its own types.
+	$sql =~ s/RETURN \$1::pg_catalog.numeric OPERATOR\(pg_catalog.\+\)/RETURN \$1 OPERATOR(pg_catalog.+)/;
+	as_role($node, 'appowner', $sql);
+	return;
+}
+
+{
+	my $node = new_node('h3');
+	plant_install_trojans($node);
+	su_psql($node, 'CREATE EXTENSION snowflake SCHEMA public');
+	$node->safe_psql('appdb', 'CREATE ROLE svc LOGIN');
+	grant_leases($node, 'public', 'svc');
+	is(su_psql($node, "SELECT extversion FROM pg_extension WHERE extname = 'snowflake'"),
+		'1.5', 'H3: the fresh install is at 1.5');
+	is(su_psql($node, $view_foreign_deps), '',
+		'H3: after CREATE EXTENSION, snowflake_leases depends on nothing outside pg_catalog and the extension');
+
+	my $lease = split_lease(as_role($node, 'svc', lease_sql('public', 'svc-h3', '1 hour')));
+	as_role($node, 'svc', "SELECT not_after FROM public.snowflake_renew_lease($lease->{token}, NULL::bigint)");
+	# As the monitoring query of docs/leases.md, with the default path too.
+	is( $node->safe_psql('appdb',
+			"SELECT count(*) FROM snowflake_leases WHERE token = $lease->{token} AND state = 'held'"),
+		'1', 'H3: a superuser reads the lease in snowflake_leases');
+	su_psql($node, 'SELECT * FROM public.snowflake_leases');
+	no_trojan_ran($node, 'appowner', 'H3 (CREATE EXTENSION)');
+	$node->stop;
+}
+
+# The same trojans before a 1.4 install that is updated to 1.5, with a
+# lease taken under 1.4.
+{
+	my $node = new_node('h3upd');
+	plant_install_trojans($node);
+	my ($ret, $out, $err) =
+	  $node->psql('appdb', "SET search_path = pg_catalog, pg_temp;\nCREATE EXTENSION snowflake SCHEMA public VERSION '1.4'");
+	is($ret, 0, 'H3 (update): CREATE EXTENSION snowflake VERSION 1.4') or diag($err);
+	$node->safe_psql('appdb', 'CREATE ROLE svc LOGIN');
+	grant_leases($node, 'public', 'svc');
+	my $old = split_lease(as_role($node, 'svc', lease_sql('public', 'svc-under-1.4', '1 hour')));
+	($ret, $out, $err) =
+	  $node->psql('appdb', "SET search_path = pg_catalog, pg_temp;\nALTER EXTENSION snowflake UPDATE TO '1.5'");
+	is($ret, 0, 'H3 (update): ALTER EXTENSION snowflake UPDATE TO 1.5') or diag($err);
+	is(su_psql($node, $view_foreign_deps), '',
+		'H3 (update): after the update, snowflake_leases depends on nothing outside pg_catalog and the extension');
+	as_role($node, 'svc', "SELECT not_after FROM public.snowflake_renew_lease($old->{token}, NULL::bigint)");
+	my $new = split_lease(as_role($node, 'svc', lease_sql('public', 'svc-under-1.5', '1 hour')));
+	isnt($new->{worker_id}, $old->{worker_id}, 'H3 (update): the lease of 1.4 is carried over, its id not leased again');
+	is( $node->safe_psql('appdb',
+			"SELECT string_agg(holder || ':' || state, ',' ORDER BY token) FROM snowflake_leases"),
+		'svc-under-1.4:held,svc-under-1.5:held',
+		'H3 (update): a superuser reads both leases in snowflake_leases');
+	no_trojan_ran($node, 'appowner', 'H3 (1.4 updated to 1.5)');
+	$node->stop;
+}
+
+# --- H1: same-schema overloads, planted after installation ---------------------
+
+my $node = new_node('sec');
+su_psql($node, 'CREATE EXTENSION snowflake SCHEMA public');
+$node->safe_psql(
+	'appdb', q(
+CREATE ROLE mallory LOGIN;
+GRANT CREATE ON SCHEMA public TO mallory;
+CREATE ROLE svc LOGIN;
+));
+grant_leases($node, 'public', 'svc');
+plant_trap($node, 'mallory');
+
+# For every function name of the extension, and every helper name of 1.4,
+# overloads of one to four text parameters; and the overload 1.4's renewal
+# called with its bare NULL.
+as_role(
+	$node, 'mallory', q{
+CREATE FUNCTION public.snowflake_lease_check_clock(client_time timestamptz, db_now_ms bigint, reported text)
+RETURNS void LANGUAGE plpgsql AS $f$
+BEGIN
+    PERFORM trap.trojan('snowflake_lease_check_clock(timestamptz,bigint,text)');
+END $f$;
+DO $d$
+DECLARE
+    f record;
+    signature text;
+BEGIN
+    FOR f IN
+        SELECT DISTINCT p.proname::text AS name, a AS arity
+          FROM pg_proc AS p
+          JOIN pg_depend AS d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+                             AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+          JOIN pg_extension AS e ON e.oid = d.refobjid AND e.extname = 'snowflake'
+         CROSS JOIN generate_series(1, 4) AS a
+        UNION
+        SELECT h, a
+          FROM unnest(ARRAY['snowflake_lease_held', 'snowflake_lease_reported_ms',
+                            'snowflake_lease_check_clock', 'snowflake_lease_layout',
+                            'snowflake_lease_ms', 'snowflake_lease_time',
+                            'snowflake_lease_connection_alive', 'snowflake_lease_context',
+                            'snowflake_lease_list']) AS h
+         CROSS JOIN generate_series(1, 4) AS a
+    LOOP
+        signature := format('public.%I(%s)', f.name,
+                            array_to_string(array_fill('text'::text, ARRAY[f.arity]), ', '));
+        CONTINUE WHEN to_regprocedure(signature) IS NOT NULL;
+        EXECUTE format($c$CREATE FUNCTION %s RETURNS text LANGUAGE plpgsql AS $b$
+BEGIN
+    PERFORM trap.trojan(%L);
+    RETURN NULL;
+END $b$$c$, signature, signature);
+    END LOOP;
+END
+$d$;
+});
+ok( su_psql(
+		$node,
+		"SELECT count(*) FROM pg_proc WHERE proowner = 'mallory'::regrole AND proname LIKE 'snowflake%'")
+	  > 40,
+	'H1: mallory planted string-typed overloads of every function name');
+
+{
+	my $a = split_lease(as_role($node, 'svc', lease_sql('public', 'svc-h1', '1 hour')));
+	my ($ret, $out, $err) = try_as_role($node, 'svc',
+		"SELECT not_after FROM public.snowflake_renew_lease($a->{token}, NULL::bigint, clock_timestamp())");
+	is($ret, 0, 'H1: the service renews its lease') or diag($err);
+	($ret, $out, $err) = try_as_role($node, 'svc',
+		"SELECT not_after FROM public.snowflake_renew_lease($a->{token}, NULL::bigint)");
+	is($ret, 0, 'H1: the service renews its lease without client_time') or diag($err);
+	($ret, $out, $err) = try_as_role($node, 'svc',
+		"SELECT public.snowflake_release_lease($a->{token}, NULL::bigint)");
+	is($out, 't', 'H1: the service releases its lease') or diag($err);
+	# A superuser reads the view, the default path with public on it.
+	$node->safe_psql('appdb', 'SELECT * FROM snowflake_leases');
+	$node->safe_psql('appdb', 'SELECT * FROM snowflake_workers');
+	no_trojan_ran($node, 'mallory', 'H1');
+}
+
+# --- L3: no SECURITY DEFINER, no SET clauses, no connection_alive --------------
+
+# The extension's functions (mallory's overloads are not members).
+my $extension_functions = q{
+  FROM pg_proc AS p
+  JOIN pg_depend AS d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+                     AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+  JOIN pg_extension AS e ON e.oid = d.refobjid AND e.extname = 'snowflake'};
+is( su_psql(
+		$node, "SELECT count(*) $extension_functions WHERE p.proname = 'snowflake_lease_connection_alive'")
+	  . '|'
+	  . su_psql($node,
+		"SELECT to_regprocedure('public.snowflake_lease_connection_alive(integer, timestamptz)') IS NULL"),
+	'0|t',
+	'L3: snowflake_lease_connection_alive() no longer exists');
+is( su_psql(
+		$node, "SELECT count(*) FILTER (WHERE p.prosecdef) || '|' || (count(*) > 10) $extension_functions"),
+	'0|true',
+	'L3: no function of the extension is SECURITY DEFINER');
+# snowflake_convert_column() (1.2, SECURITY INVOKER) keeps only pg_catalog
+# on its path; no other function has a SET clause.
+is( su_psql(
+		$node, "SELECT coalesce(string_agg(p.oid::regprocedure || ' ' || p.proconfig::text, ', '), '')
+		        $extension_functions
+		  WHERE p.proconfig IS NOT NULL
+		    AND NOT (p.proname = 'snowflake_convert_column'
+		             AND p.proconfig = '{\"search_path=pg_catalog, pg_temp\"}')"),
+	'',
+	'L3: no function of the extension has a SET clause (but convert_column\'s safe path)');
+
+# --- one lease per (snowflake_lease_worker(...)).* -----------------------------
+
+{
+	my $count_sql = 'SELECT count(*) FROM public.snowflake_leases';
+	my $before = su_psql($node, $count_sql);
+	my ($ret, $out, $err) = try_as_role($node, 'svc',
+		"SELECT (public.snowflake_lease_worker('x', interval '1 s')).*");
+	is($ret, 0, '(snowflake_lease_worker(...)).* returns a lease') or diag($err);
+	my $after = su_psql($node, $count_sql);
+	is($after - $before, 1, '(snowflake_lease_worker(...)).* takes exactly one lease (one more row)');
+	is(su_psql($node, "SELECT count(*) FROM public.snowflake_leases WHERE holder = 'x'"),
+		'1', '(snowflake_lease_worker(...)).*: one lease of holder x');
+}
+
+# --- L1: ownership by the role that leased -------------------------------------
+
+{
+	$node->safe_psql(
+		'appdb', q(
+CREATE ROLE tenant_a;
+CREATE ROLE tenant_b;
+CREATE ROLE pool LOGIN NOINHERIT IN ROLE tenant_a, tenant_b;
+));
+	# pool may call the functions itself too (1.4 made the login role the
+	# owner of every lease taken through it).
+	grant_leases($node, 'public', 'tenant_a, tenant_b, pool');
+	my $lease = split_lease(as_role($node, 'pool', "SET ROLE tenant_a;\n" . lease_sql('public', 'tenant-a', '1 hour')));
+	ok($lease->{token} > 0, 'L1: tenant_a leases through pool');
+	my ($ret, $out, $err) = try_as_role($node, 'pool',
+		"SET ROLE tenant_b;\nSELECT not_after FROM public.snowflake_renew_lease($lease->{token}, NULL::bigint)");
+	like($err, qr/ERROR:  42501: snowflake lease $lease->{token} belongs to another role/,
+		'L1: tenant_b cannot renew tenant_a\'s lease (42501)');
+	($ret, $out, $err) = try_as_role($node, 'pool',
+		"SET ROLE tenant_b;\nSELECT public.snowflake_release_lease($lease->{token}, NULL::bigint)");
+	like($err, qr/ERROR:  42501: snowflake lease $lease->{token} belongs to another role/,
+		'L1: tenant_b cannot release tenant_a\'s lease (42501)');
+	($ret, $out, $err) = try_as_role($node, 'pool',
+		"SELECT not_after FROM public.snowflake_renew_lease($lease->{token}, NULL::bigint)");
+	like($err, qr/ERROR:  42501: snowflake lease $lease->{token} belongs to another role/,
+		'L1: pool itself, the login role, cannot renew tenant_a\'s lease (42501)');
+	is( su_psql($node,
+			"SELECT holder_role || ':' || state FROM public.snowflake_leases WHERE token = $lease->{token}"),
+		'tenant_a:held',
+		'L1: the view shows holder_role tenant_a, the lease held');
+	($ret, $out, $err) = try_as_role($node, 'pool',
+		"SET ROLE tenant_a;\nSELECT 'renewed' FROM public.snowflake_renew_lease($lease->{token}, NULL::bigint)");
+	is($out, 'renewed', 'L1: tenant_a renews its lease') or diag($err);
+	($ret, $out, $err) = try_as_role($node, 'pool',
+		"SET ROLE tenant_a;\nSELECT public.snowflake_release_lease($lease->{token}, NULL::bigint)");
+	is($out, 't', 'L1: tenant_a releases its lease') or diag($err);
+}
+
+# --- M4: pg_dump by the database owner -----------------------------------------
+
+{
+	my $held = split_lease(as_role($node, 'svc', lease_sql('public', 'dump-holder-7f3a', '1 hour')));
+	my $dump = "$PostgreSQL::Test::Utils::tmp_check/appdb.sql";
+	$node->command_ok([ 'pg_dump', '-U', 'appowner', '-d', 'appdb', '-f', $dump ],
+		'M4: pg_dump by the non-superuser database owner succeeds');
+	my $text = -f $dump ? slurp_file($dump) : '';
+	unlike($text, qr/dump-holder-7f3a|snowflake_worker_leases/, 'M4: the dump holds no lease data');
+	like($text, qr/CREATE EXTENSION IF NOT EXISTS snowflake/, 'M4: the dump creates the extension');
+	as_role($node, 'svc', "SELECT public.snowflake_release_lease($held->{token}, NULL::bigint)");
+}
+
+# --- M2: slow lease statements and open transactions block nobody ---------------
+
+{
+	$node->safe_psql('appdb', 'CREATE ROLE orders_svc LOGIN; CREATE ROLE billing_svc LOGIN;');
+	grant_leases($node, 'public', 'orders_svc, billing_svc');
+	my $orders = split_lease(as_role($node, 'orders_svc', lease_sql('public', 'orders', '1 hour')));
+
+	# The gate: the test holds an advisory lock that billing's statement
+	# waits for after its grant and its pg_sleep.
+	my $gate = $node->background_psql('appdb');
+	$gate->query_safe('SELECT pg_advisory_lock(4242)');
+	my $billing = $node->background_psql(
+		'appdb',
+		on_error_stop => 0,
+		extra_params => [ '-U', 'billing_svc' ]);
+	my $billing_pid = $billing->query_safe('SELECT pg_backend_pid()');
+	$billing->query_until(
+		qr/started/, q{
+\echo started
+SELECT s.token, pg_sleep(0.01), pg_advisory_lock(4242)
+  FROM (SELECT (public.snowflake_lease_worker('b', interval '1 second')).token OFFSET 0) AS s;
+});
+	ok( $node->poll_query_until(
+			'appdb', qq{
+SELECT state = 'active' AND wait_event = 'advisory'
+  FROM pg_stat_activity WHERE pid = $billing_pid}),
+		'M2: billing\'s statement has leased and slept, and waits at the gate');
+	is(su_psql($node, "SELECT count(*) FROM public.snowflake_leases WHERE holder = 'b'"),
+		'1', 'M2: the running statement\'s lease is in snowflake_leases');
+	my ($ret, $out, $err) = try_as_role($node, 'orders_svc',
+		"SELECT 'renewed' FROM public.snowflake_renew_lease($orders->{token}, NULL::bigint)");
+	is($out, 'renewed', 'M2: orders_svc renews while billing\'s lease statement runs') or diag($err);
+	is( su_psql($node,
+			"SELECT state || ':' || wait_event FROM pg_stat_activity WHERE pid = $billing_pid"),
+		'active:advisory',
+		'M2: billing\'s statement was still running during the renewal');
+	$gate->query_safe('SELECT pg_advisory_unlock(4242)');
+	$billing->query_safe('SELECT pg_advisory_unlock_all()');
+
+	# An open transaction after a grant.
+	$billing->query('BEGIN; ' . lease_sql('public', 'b2', '1 second'));
+	ok( $node->poll_query_until(
+			'appdb', qq{SELECT state LIKE 'idle in transaction%' FROM pg_stat_activity WHERE pid = $billing_pid}),
+		'M2: billing holds a transaction open after a grant');
+	($ret, $out, $err) = try_as_role($node, 'orders_svc',
+		"SELECT 'renewed' FROM public.snowflake_renew_lease($orders->{token}, NULL::bigint)");
+	is($out, 'renewed', 'M2: orders_svc renews while billing\'s transaction is open') or diag($err);
+	is(su_psql($node, "SELECT state FROM pg_stat_activity WHERE pid = $billing_pid"),
+		'idle in transaction', 'M2: billing\'s transaction was still open during the renewal');
+	($ret, $out, $err) = try_as_role($node, 'orders_svc',
+		"SELECT public.snowflake_release_lease($orders->{token}, NULL::bigint)");
+	is($out, 't', 'M2: orders_svc releases while billing\'s transaction is open') or diag($err);
+	$billing->query('ROLLBACK');
+	$billing->quit;
+	$gate->quit;
+}
+$node->stop;
+
+# --- grants that a rollback does not undo ---------------------------------------
+
+{
+	my $node = new_node('rollback');
+	su_psql($node, 'CREATE EXTENSION snowflake SCHEMA public');
+	$node->safe_psql('appdb', 'CREATE ROLE svc LOGIN');
+	grant_leases($node, 'public', 'svc');
+	my ($ret, $out, $err) = try_as_role($node, 'svc',
+		"BEGIN;\n" . lease_sql('public', 'rolled-back', '1 hour') . ";\nROLLBACK;");
+	my $first = split_lease($out);
+	ok($first->{token} > 0, 'rollback: a grant inside a transaction block') or diag($err);
+	is( su_psql($node, "SELECT state FROM public.snowflake_leases WHERE token = $first->{token}"),
+		'held', 'rollback: the rolled-back grant is still shown held');
+
+	# Read through a cursor, one row, then rolled back.
+	($ret, $out, $err) = try_as_role(
+		$node, 'svc', qq{BEGIN;
+DECLARE c NO SCROLL CURSOR FOR
+SELECT worker_id || '|' || token || '|' || (extract(epoch FROM not_before) * 1000)::bigint || '|'
+       || (extract(epoch FROM not_after) * 1000)::bigint
+  FROM public.snowflake_lease_worker('cursor', interval '1 hour');
+FETCH 1 FROM c;
+ROLLBACK;});
+	my $cursor = split_lease($out);
+	ok($cursor->{token} > 0, 'rollback: a grant read through a cursor') or diag($err);
+
+	my $second = split_lease(as_role($node, 'svc', lease_sql('public', 'second', '1 hour')));
+	for my $earlier ([ 'rolled-back', $first ], [ 'cursor', $cursor ])
+	{
+		my ($name, $lease) = @$earlier;
+		ok( $second->{worker_id} != $lease->{worker_id}
+			  || $second->{not_before} >= $lease->{not_after} - 1,
+			"rollback: the next grant does not overlap the $name grant's window");
+		ok($second->{token} > $lease->{token}, "rollback: the next grant's token is above the $name grant's");
+		($ret, $out, $err) = try_as_role($node, 'svc',
+			"SELECT 'renewed' FROM public.snowflake_renew_lease($lease->{token}, NULL::bigint)");
+		is($out, 'renewed', "rollback: the $name grant's token still renews") or diag($err);
+	}
+	isnt($cursor->{worker_id}, $first->{worker_id}, 'rollback: the cursor grant got another worker id');
+	$node->stop;
+}
+
+# --- M3: a revocation blocks only its own worker id -----------------------------
+
+{
+	my $node = new_node('revoke');
+	su_psql($node, 'CREATE EXTENSION snowflake SCHEMA public');
+	$node->safe_psql('appdb', 'CREATE ROLE svc LOGIN');
+	grant_leases($node, 'public', 'svc');
+	my @leases = map { split_lease(as_role($node, 'svc', lease_sql('public', "svc-$_", '12 hours'))) } 1 .. 4;
+	is(scalar(keys %{ { map { $_->{worker_id} => 1 } @leases } }), 4, 'M3: svc holds all 4 worker ids for 12 hours');
+	is(su_psql($node, "SELECT public.snowflake_release_lease($leases[0]{token}, NULL::bigint)"),
+		't', 'M3: a superuser revokes one lease');
+	is(as_role($node, 'svc', "SELECT public.snowflake_release_lease($leases[1]{token}, NULL::bigint)"),
+		't', 'M3: svc releases another normally');
+	my ($ret, $out, $err) = try_as_role($node, 'svc', lease_sql('public', 'svc-next', '12 hours'));
+	is($ret, 0, 'M3: the next request is granted at once (no 53400)') or diag($err);
+	is(split_lease($out)->{worker_id}, $leases[1]{worker_id}, 'M3: it gets the normally released worker id');
+	$node->stop;
+}
+
+# --- H2 and H2b: the database owner renames and drops the extension's schema ---
+
+{
+	my $node = new_node('rename');
+	su_psql($node, 'CREATE EXTENSION snowflake SCHEMA public');
+	$node->safe_psql('appdb', 'CREATE ROLE svc LOGIN');
+	grant_leases($node, 'public', 'svc, appowner');
+	plant_trap($node, 'appowner');
+	my $live = split_lease(as_role($node, 'svc', lease_sql('public', 'live-hour', '1 hour')));
+
+	# appowner moves the extension's schema away and plants the names 1.4's
+	# definer code used, keeping the services working through the path.
+	as_role(
+		$node, 'appowner', q{
+ALTER SCHEMA public RENAME TO snowpub;
+CREATE SCHEMA public;
+GRANT USAGE ON SCHEMA public TO PUBLIC;
+ALTER DATABASE appdb SET search_path = "$user", public, snowpub;
+CREATE TABLE public.snowflake_worker_leases (
+    node_id integer, worker_id integer, token bigint, holder text, holder_role name,
+    client_addr inet, application_name text, backend_pid integer, backend_start timestamptz,
+    instance_id uuid, ttl interval, window_ms bigint, layout text, granted_at timestamptz,
+    renewed_at timestamptz, not_before_ms bigint, not_after_ms bigint, last_timestamp_ms bigint,
+    released_at timestamptz);
+GRANT ALL ON public.snowflake_worker_leases TO PUBLIC;
+CREATE FUNCTION public.snowflake_lease_held(token bigint, caller text)
+RETURNS public.snowflake_worker_leases LANGUAGE plpgsql AS $f$
+DECLARE r public.snowflake_worker_leases;
+BEGIN
+    PERFORM trap.trojan('snowflake_lease_held(bigint,text)');
+    r.released_at := pg_catalog.now();
+    RETURN r;
+END $f$;
+CREATE FUNCTION public.snowflake_lease_context(caller text) RETURNS record
+LANGUAGE plpgsql AS $f$
+BEGIN
+    PERFORM trap.trojan('snowflake_lease_context(text)');
+    RETURN NULL;
+END $f$;
+CREATE FUNCTION public.snowflake_lease_check_clock(timestamptz, bigint, bigint) RETURNS void
+LANGUAGE plpgsql AS $f$
+BEGIN
+    PERFORM trap.trojan('snowflake_lease_check_clock(timestamptz,bigint,bigint)');
+END $f$;
+CREATE FUNCTION public.snowflake_lease_ms(timestamptz) RETURNS bigint
+LANGUAGE plpgsql AS $f$
+BEGIN
+    PERFORM trap.trojan('snowflake_lease_ms(timestamptz)');
+    RETURN (pg_catalog.date_part('epoch', $1) OPERATOR(pg_catalog.*) 1000)::bigint;
+END $f$;
+CREATE FUNCTION public.snowflake_lease_time(bigint) RETURNS timestamptz
+LANGUAGE plpgsql AS $f$
+BEGIN
+    PERFORM trap.trojan('snowflake_lease_time(bigint)');
+    RETURN pg_catalog.to_timestamp($1::float8 OPERATOR(pg_catalog./) 1000);
+END $f$;
+CREATE FUNCTION public.snowflake_lease_connection_alive(integer, timestamptz) RETURNS boolean
+LANGUAGE plpgsql AS $f$
+BEGIN
+    PERFORM trap.trojan('snowflake_lease_connection_alive(integer,timestamptz)');
+    RETURN true;
+END $f$;
+CREATE FUNCTION public.snowflake_lease_list() RETURNS SETOF record
+LANGUAGE plpgsql AS $f$
+BEGIN
+    PERFORM trap.trojan('snowflake_lease_list()');
+END $f$;
+});
+	# The service, with the database's path, as usual.
+	my $svc_sql = sub {
+		my ($sql) = @_;
+		my ($ret, $out, $err) = $node->psql('appdb', "\\set VERBOSITY verbose\n$sql",
+			extra_params => [ '-U', 'svc' ]);
+		return ($ret, $out, $err);
+	};
+	my ($ret, $out, $err) =
+	  $svc_sql->("SELECT token FROM snowflake_lease_worker('svc-h2', interval '1 hour')");
+	my $token = $out;
+	is($ret, 0, 'H2: the service leases after the rename') or diag($err);
+	($ret, $out, $err) = $svc_sql->("SELECT 'renewed' FROM snowflake_renew_lease(${token}::bigint, NULL::bigint)");
+	is($out, 'renewed', 'H2: the service renews') or diag($err);
+	($ret, $out, $err) = $svc_sql->("SELECT snowflake_release_lease(${token}::bigint, NULL::bigint)");
+	is($out, 't', 'H2: the service releases') or diag($err);
+	# appowner, granted too, tries the live lease of svc (as 1.4's attack A did).
+	($ret, $out, $err) = $node->psql('appdb', "SELECT count(*) FROM snowpub.snowflake_release_lease($live->{token}, NULL::bigint)",
+		extra_params => [ '-U', 'appowner' ]);
+	$node->safe_psql('appdb', 'SELECT * FROM snowpub.snowflake_leases');
+	no_trojan_ran($node, 'appowner', 'H2');
+
+	# H2b: the owner drops the renamed schema, and the extension with it.
+	as_role($node, 'appowner', 'DROP SCHEMA snowpub CASCADE');
+	is(su_psql($node, "SELECT count(*) FROM pg_extension WHERE extname = 'snowflake'"),
+		'0', 'H2b: the database owner dropped the extension with its schema');
+	su_psql(
+		$node, q{
+DROP SCHEMA public CASCADE;
+CREATE SCHEMA public AUTHORIZATION pg_database_owner;
+GRANT USAGE ON SCHEMA public TO PUBLIC;
+ALTER DATABASE appdb RESET search_path;
+CREATE EXTENSION snowflake SCHEMA public;
+});
+	grant_leases($node, 'public', 'svc');
+	is( su_psql($node,
+			"SELECT worker_id || ':' || state FROM public.snowflake_leases WHERE token = $live->{token}"),
+		"$live->{worker_id}:held",
+		'H2b: the live 1-hour lease is still in snowflake_leases after the re-creation');
+	# Lease every id there is: none may overlap the live lease's window.
+	my $overlaps = 0;
+	my $granted = 0;
+	for my $i (1 .. 4)
+	{
+		($ret, $out, $err) = try_as_role($node, 'svc', lease_sql('public', "svc-after-$i", '1 hour'));
+		next if $ret != 0;
+		$granted++;
+		my $lease = split_lease($out);
+		$overlaps++
+		  if $lease->{worker_id} == $live->{worker_id}
+		  && $lease->{not_before} < $live->{not_after} - 1;
+		$overlaps++ if $lease->{token} <= $live->{token};
+	}
+	ok($granted >= 3, "H2b: the other worker ids are leased after the re-creation ($granted)");
+	is($overlaps, 0, 'H2b: no new grant overlaps the live lease\'s window or reuses its token');
+	$node->stop;
+}
+
+done_testing();
