@@ -6,18 +6,31 @@
  *
  *	  lease_client --dsn DSN --holder TEXT [--ttl SECONDS] [--count N]
  *				   [--rate PER_SEC] [--out FILE] [--hold-ms MS] [--no-release]
- *				   [--clock-offset-ms MS]
+ *				   [--clock-offset-ms MS] [--wait-stdin]
+ *				   [--acquire-in autocommit|transaction|cursor|pipeline]
  *
  * stdout: "lease worker_id=W node_id=N token=T not_before=MS not_after=MS"
  * once the lease is taken, the IDs (one decimal per line) unless --out
- * names a file, then "released last_id=X" (X is "none" if no ID was
- * issued) or "not released".
+ * names a file, "holding" once the IDs are written and --hold-ms has passed
+ * if --wait-stdin is given (the lease is then kept, renewed, until a line
+ * or the end of input arrives on stdin), then "released last_id=X" (X is
+ * "none" if no ID was issued) or "not released".
+ * --acquire-in: how the grant's statement runs (AcquireIn): alone (the
+ * default), in a transaction that then rolls back, through a cursor in a
+ * transaction that then rolls back, or in a pipeline with a failing
+ * statement after it.  The lease is used the same way in every case.
  * Exit status: 0 success, 1 error ("error: SQLSTATE <code>: <message>" on
  * stderr), 2 usage, 3 lease lost ("lease lost: <reason>" on stderr).
  * stderr also gets "warning: renewal failed: ..." for each transient
- * renewal failure, and "warning: SQLSTATE 01000: ..." when the release is
- * not known to be replicated to the synchronous standby.
+ * renewal failure, and "warning: SQLSTATE 01000: ..." when a server before
+ * 1.5 reported that the release is not known to be replicated to the
+ * synchronous standby.  A cancelled lease call (SQLSTATE 57014, also
+ * during the server's wait for synchronous standbys) is an error like any
+ * other: status 1.
  */
+#include <poll.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -31,6 +44,7 @@
 
 namespace {
 
+using snowflake_lease::AcquireIn;
 using snowflake_lease::Error;
 using snowflake_lease::Lease;
 using snowflake_lease::LeaseOptions;
@@ -52,6 +66,8 @@ struct Args
 	int64_t hold_ms = 0;
 	bool release = true;
 	int64_t clock_offset_ms = 0;
+	bool wait_stdin = false;
+	AcquireIn acquire_in = AcquireIn::kAutocommit;
 };
 
 void
@@ -61,7 +77,8 @@ PrintUsage(FILE *to)
 		to,
 		"usage: lease_client --dsn DSN --holder TEXT [--ttl SECONDS] [--count N]\n"
 		"                    [--rate PER_SEC] [--out FILE] [--hold-ms MS] [--no-release]\n"
-		"                    [--clock-offset-ms MS]\n");
+		"                    [--clock-offset-ms MS] [--wait-stdin]\n"
+		"                    [--acquire-in autocommit|transaction|cursor|pipeline]\n");
 }
 
 bool
@@ -113,19 +130,22 @@ ParseArgs(int argc, char **argv, Args *args)
 			arg = arg.substr(0, eq);
 			has_value = true;
 		}
-		if (arg == "--no-release")
+		if (arg == "--no-release" || arg == "--wait-stdin")
 		{
 			if (has_value)
 			{
-				fprintf(stderr, "lease_client: --no-release takes no value\n");
+				fprintf(stderr, "lease_client: %s takes no value\n", arg.c_str());
 				return false;
 			}
-			args->release = false;
+			if (arg == "--no-release")
+				args->release = false;
+			else
+				args->wait_stdin = true;
 			continue;
 		}
 		if (arg != "--dsn" && arg != "--holder" && arg != "--ttl" && arg != "--count" &&
 			arg != "--rate" && arg != "--out" && arg != "--hold-ms" &&
-			arg != "--clock-offset-ms")
+			arg != "--clock-offset-ms" && arg != "--acquire-in")
 		{
 			fprintf(stderr, "lease_client: unknown argument \"%s\"\n", argv[i]);
 			return false;
@@ -170,6 +190,19 @@ ParseArgs(int argc, char **argv, Args *args)
 			ok = ParseInt64(value, &args->hold_ms) && args->hold_ms >= 0;
 		else if (arg == "--clock-offset-ms")
 			ok = ParseInt64(value, &args->clock_offset_ms);
+		else if (arg == "--acquire-in")
+		{
+			if (value == "autocommit")
+				args->acquire_in = AcquireIn::kAutocommit;
+			else if (value == "transaction")
+				args->acquire_in = AcquireIn::kRolledBackTransaction;
+			else if (value == "cursor")
+				args->acquire_in = AcquireIn::kRolledBackCursor;
+			else if (value == "pipeline")
+				args->acquire_in = AcquireIn::kFailedPipeline;
+			else
+				ok = false;
+		}
 		if (!ok)
 		{
 			fprintf(stderr, "lease_client: invalid value \"%s\" for %s\n", value.c_str(),
@@ -263,6 +296,40 @@ Hold(Lease &lease, int64_t hold_ms)
 	}
 }
 
+/*
+ * Keeps the lease, renewing, until stdin has a line or ends; an exit
+ * status, or -1 to go on.
+ */
+int
+HoldUntilStdin(Lease &lease)
+{
+	printf("holding\n");
+	fflush(stdout);
+	for (;;)
+	{
+		if (lease.Lost())
+			return LeaseLost(lease.LostReason());
+
+		struct pollfd in = {STDIN_FILENO, POLLIN, 0};
+		int ready = poll(&in, 1, 10);
+
+		if (ready < 0 && errno != EINTR)
+		{
+			fprintf(stderr, "error: could not wait for stdin: %s\n", strerror(errno));
+			return kExitError;
+		}
+		if (ready > 0)
+		{
+			char c;
+			ssize_t n = read(STDIN_FILENO, &c, 1);
+
+			/* The end of a line, the end of input, or an error. */
+			if (n <= 0 || c == '\n' || (in.revents & (POLLHUP | POLLERR)))
+				return -1;
+		}
+	}
+}
+
 int
 Finish(Lease &lease, const Args &args)
 {
@@ -312,6 +379,7 @@ Run(const Args &args)
 	options.holder = args.holder;
 	options.ttl_seconds = args.ttl_seconds;
 	options.clock_offset_ms = args.clock_offset_ms;
+	options.acquire_in = args.acquire_in;
 	options.on_renew_error = [](const Error &e) {
 		fprintf(stderr, "warning: renewal failed: %s\n", e.ToString().c_str());
 	};
@@ -358,6 +426,12 @@ Run(const Args &args)
 	status = Hold(*lease, args.hold_ms);
 	if (status >= 0)
 		return status;
+	if (args.wait_stdin)
+	{
+		status = HoldUntilStdin(*lease);
+		if (status >= 0)
+			return status;
+	}
 	return Finish(*lease, args);
 }
 

@@ -202,8 +202,37 @@ FormatUnixMs(int64_t unix_ms)
 }
 
 /*
+ * Whether a failed lease call (renewal or release) means that the lease is
+ * lost, from the server's SQLSTATE (empty if it sent none) and whether the
+ * connection is still up:
+ * - 55000: the lease is not held (it expired and its worker id was leased
+ *	 again, or the server restarted with another layout), was released, or
+ *	 belongs to another connection: lost, for good.
+ * - a connection that is gone under a connection-scoped lease: lost too,
+ *	 the server ends such a lease with its connection.
+ * Anything else is transient: among them 57014, a cancelled statement.
+ * Since snowflake 1.5 the lease functions wait for the synchronous standbys
+ * themselves, and a cancel during that wait is this ERROR ("canceling
+ * statement due to user request"); the change may have been made on the
+ * primary, but is not known to be on a standby, so the client keeps the
+ * window it last knew and retries.  42501 (another role's lease) and a
+ * refused client clock are transient too: nothing says the lease ended.
+ */
+inline bool
+FailureLosesLease(const std::string &sqlstate, bool connection_scoped, bool connected)
+{
+	if (sqlstate == "55000")
+		return true;
+	return connection_scoped && !connected;
+}
+
+/*
  * Whether a notice the server sent during a lease call says that the
- * commit's wait for synchronous replication was cancelled: the WARNING
+ * commit's wait for synchronous replication was cancelled (servers before
+ * snowflake 1.5 only, whose lease functions were SQL and waited at commit,
+ * in SyncRepWaitForLSN; since 1.5 a lease call alone commits nothing that
+ * waits there, and the functions' own wait ends in an ERROR, 57014,
+ * instead: see FailureLosesLease()): the WARNING
  * "canceling wait for synchronous replication due to user request"
  * (a query cancel) or "canceling the wait for synchronous replication and
  * terminating connection due to administrator command" (a terminate).  The

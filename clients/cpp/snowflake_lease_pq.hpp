@@ -12,33 +12,49 @@
  *
  * The connection: libpq connections are not thread-safe, so one thread at
  * a time uses it: the caller of Acquire(), then the renewer thread alone,
- * then, once the renewer has been stopped and joined, Release().  Every
- * call runs in autocommit mode (libpq's default), as the functions demand.
+ * then, once the renewer has been stopped and joined, Release().  The
+ * renewals and the release run in autocommit mode (libpq's default).  The
+ * grant may run inside a transaction, a cursor or a pipeline too
+ * (LeaseOptions::acquire_in): since snowflake 1.5 a grant, renewal or
+ * release is not transactional, so a ROLLBACK or a failing statement after
+ * it in the same transaction or pipeline does not undo it, and the lease
+ * the client read stays granted.
  *
- * Renewal outcomes:
+ * Renewal outcomes (FailureLosesLease()):
  * - success: not_after moves to what the server returned.
  * - SQLSTATE 55000: the lease is lost (expired and granted again, released,
  *	 or held by another connection): generation stops for good.
  * - a broken connection under a connection-scoped lease: the server frees
  *	 the worker id when the connection ends, so the lease is lost too.
  * - anything else (a broken connection under a time-scoped lease, which is
- *	 reset; 55P03; a refused client clock...): transient.  IDs continue up
- *	 to not_after and the renewal is retried, every second at most.
+ *	 reset; 57014, a cancelled statement; a refused client clock...):
+ *	 transient.  IDs continue up to not_after and the renewal is retried,
+ *	 every second at most.
  *
- * A cancelled wait for synchronous replication: the lease functions commit
- * with synchronous_commit = on, so with a synchronous standby the commit
- * waits for it.  If that wait is cancelled (pg_cancel_backend(), a client's
- * cancel) or the backend is terminated during it, the server has committed
- * locally and sends only a WARNING (IsSyncRepCancelNotice()); the change is
- * not known to be on the standby, and a failover may lose it.  SyncRepWatch
- * catches that warning during each call, and then:
- * - Acquire() does not use the lease: it releases it, best-effort, and
- *	 fails with SQLSTATE 01000 (even if the call returned the grant).
- * - a renewal is transient (01000): not_after stays where the last
- *	 renewal known to be replicated put it, and the renewal is retried.
- * - Release() reports what the server answered, with a 01000 note in
- *	 *error: a release lost in a failover is harmless, the lease then ends
- *	 by expiry or with its connection.
+ * A cancelled wait for the synchronous standbys: with synchronous standbys
+ * (synchronous_standby_names, whatever the session's synchronous_commit)
+ * each lease function waits until they confirm its change.  A cancel
+ * (pg_cancel_backend(), a client's cancel) during that wait ends the call
+ * with ERROR 57014 ("canceling statement due to user request"), a
+ * termination with FATAL 57P01 and the connection; the change has been made
+ * on the primary, but is not known to be on a standby, and a failover may
+ * lose it.  So:
+ * - Acquire() fails with that error and closes the connection.  The client
+ *	 never read the grant: a connection-scoped one ends with the
+ *	 connection; a time-scoped one cannot be released without its token,
+ *	 and stays until its ttl runs out (its worker id is then leased again,
+ *	 above its whole window).
+ * - a renewal is transient: not_after stays where the last renewal the
+ *	 client read put it, and the renewal is retried.
+ * - Release() fails with the error (the lease is not lost): a release
+ *	 that may be lost in a failover is harmless, the lease then ends by
+ *	 expiry or with its connection, which Release() closes.
+ * Servers before 1.5 committed the lease functions' transactions with
+ * synchronous_commit = on and reported a cancelled wait with a WARNING only
+ * (IsSyncRepCancelNotice()); SyncRepWatch still catches it, and then
+ * Acquire() releases the lease it does not use, best-effort, and fails with
+ * SQLSTATE 01000, a renewal is transient (01000), and Release() reports
+ * what the server answered with a 01000 note in *error.
  */
 #ifndef SNOWFLAKE_LEASE_PQ_HPP
 #define SNOWFLAKE_LEASE_PQ_HPP
@@ -66,6 +82,20 @@ struct Error
 	}
 };
 
+/*
+ * How Acquire() runs the grant's statement.  Every way gives a lease that
+ * stays granted (snowflake 1.5: the lease functions are not transactional);
+ * the ways other than kAutocommit show it, as an application that leases
+ * inside its own transaction or pipeline would.
+ */
+enum class AcquireIn
+{
+	kAutocommit,			/* the statement alone */
+	kRolledBackTransaction, /* BEGIN; the statement; ROLLBACK */
+	kRolledBackCursor,		/* BEGIN; DECLARE CURSOR FOR it; FETCH 1; ROLLBACK */
+	kFailedPipeline,		/* a pipeline: it, then a statement that fails; Sync */
+};
+
 struct LeaseOptions
 {
 	std::string conninfo; /* libpq connection string or URI */
@@ -79,6 +109,8 @@ struct LeaseOptions
 	int64_t clock_offset_ms = 0;
 	/* Called on the renewer thread after each transient renewal failure. */
 	std::function<void(const Error &)> on_renew_error;
+	/* How the grant's statement runs. */
+	AcquireIn acquire_in = AcquireIn::kAutocommit;
 };
 
 /*
@@ -142,8 +174,10 @@ class Lease
 public:
 	/*
 	 * Connects and takes a lease.  nullptr on failure, with *error set
-	 * (SQLSTATE 08001 when the connection could not be made, 01000 when the
-	 * wait for synchronous replication was cancelled: see the top).
+	 * (SQLSTATE 08001 when the connection could not be made, 57014 when the
+	 * call, or its wait for the synchronous standbys, was cancelled, 01000
+	 * when a server before 1.5 reported a cancelled wait for synchronous
+	 * replication: see the top).
 	 */
 	static std::unique_ptr<Lease> Acquire(const LeaseOptions &options, Error *error)
 	{
@@ -184,8 +218,7 @@ public:
 
 		const char *values[3] = {options.holder.c_str(),
 								 options.ttl_seconds ? ttl.c_str() : nullptr, now.c_str()};
-		PGresult *res = PQexecParams(conn, kLeaseSql, 3, nullptr, values, nullptr, nullptr,
-									 0);
+		PGresult *res = RunGrant(conn, options.acquire_in, kLeaseSql, values);
 		Grant grant;
 		bool granted = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
 			PQnfields(res) == 11 && ParseGrant(res, &grant);
@@ -289,8 +322,8 @@ public:
 		{
 			*error = ResultError(conn_, res);
 			/* As in RenewOnce(): these mean the lease was lost. */
-			if (error->sqlstate == "55000" ||
-				(grant_.connection_scoped && PQstatus(conn_) != CONNECTION_OK))
+			if (FailureLosesLease(error->sqlstate, grant_.connection_scoped,
+								  PQstatus(conn_) == CONNECTION_OK))
 			{
 				if (error->sqlstate != "55000")
 					error->message = "connection lost: " + error->message;
@@ -430,11 +463,11 @@ private:
 		else
 		{
 			*error = ResultError(conn_, res);
-			if (error->sqlstate == "55000")
-				outcome = Renewal::kLost;
-			else if (grant_.connection_scoped && PQstatus(conn_) != CONNECTION_OK)
+			if (FailureLosesLease(error->sqlstate, grant_.connection_scoped,
+								  PQstatus(conn_) == CONNECTION_OK))
 			{
-				error->message = "connection lost: " + error->message;
+				if (error->sqlstate != "55000")
+					error->message = "connection lost: " + error->message;
 				outcome = Renewal::kLost;
 			}
 		}
@@ -540,6 +573,127 @@ private:
 		grant->connection_scoped = !PQgetisnull(res, 0, 10) &&
 			PQgetvalue(res, 0, 10)[0] == 't';
 		return true;
+	}
+
+	/* Runs sql (no result wanted); false, with its result in *error_res, if it failed. */
+	static bool Exec(PGconn *conn, const char *sql, PGresult **error_res)
+	{
+		PGresult *res = PQexec(conn, sql);
+		ExecStatusType status = PQresultStatus(res);
+
+		if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK)
+		{
+			PQclear(res);
+			return true;
+		}
+		*error_res = res;
+		return false;
+	}
+
+	/*
+	 * Runs the grant's statement "sql" with "values" as "how" says; the
+	 * statement's result (which the caller clears), or the first error's.
+	 * A statement after the grant that fails, or a ROLLBACK, does not undo
+	 * the grant (see the top); a failure of a BEGIN or a DECLARE before it
+	 * means there is none.
+	 */
+	static PGresult *RunGrant(PGconn *conn, AcquireIn how, const char *sql,
+							  const char *const values[3])
+	{
+		PGresult *error_res = nullptr;
+
+		switch (how)
+		{
+			case AcquireIn::kAutocommit:
+				break;
+			case AcquireIn::kRolledBackTransaction:
+			case AcquireIn::kRolledBackCursor:
+				{
+					if (!Exec(conn, "BEGIN", &error_res))
+						return error_res;
+
+					PGresult *res;
+
+					if (how == AcquireIn::kRolledBackTransaction)
+						res = PQexecParams(conn, sql, 3, nullptr, values, nullptr, nullptr, 0);
+					else
+					{
+						std::string declare =
+							std::string("DECLARE snowflake_lease_grant NO SCROLL CURSOR FOR ") +
+							sql;
+
+						res = PQexecParams(conn, declare.c_str(), 3, nullptr, values, nullptr,
+										   nullptr, 0);
+						if (PQresultStatus(res) == PGRES_COMMAND_OK)
+						{
+							PQclear(res);
+							res = PQexec(conn, "FETCH 1 FROM snowflake_lease_grant");
+						}
+					}
+					/* Rolled back whatever happened; a failed ROLLBACK is reported. */
+					if (!Exec(conn, "ROLLBACK", &error_res) &&
+						PQresultStatus(res) == PGRES_TUPLES_OK)
+					{
+						PQclear(res);
+						return error_res;
+					}
+					PQclear(error_res);
+					return res;
+				}
+			case AcquireIn::kFailedPipeline:
+				return RunGrantInPipeline(conn, sql, values);
+		}
+		return PQexecParams(conn, sql, 3, nullptr, values, nullptr, nullptr, 0);
+	}
+
+	/*
+	 * The grant's statement, then "SELECT 1/0", in one pipeline (so in one
+	 * implicit transaction, which the second statement's error aborts), then
+	 * a Sync.  The grant's result, or its error; the second statement's
+	 * division by zero is expected and dropped.
+	 */
+	static PGresult *RunGrantInPipeline(PGconn *conn, const char *sql,
+										const char *const values[3])
+	{
+		if (PQenterPipelineMode(conn) != 1)
+			return nullptr;
+
+		PGresult *grant_res = nullptr;
+		/* Pipeline mode needs the extended protocol: ...Params for both. */
+		bool sent = PQsendQueryParams(conn, sql, 3, nullptr, values, nullptr, nullptr, 0);
+
+		sent = sent &&
+			PQsendQueryParams(conn, "SELECT 1/0", 0, nullptr, nullptr, nullptr, nullptr, 0);
+		sent = sent && PQpipelineSync(conn);
+
+		if (sent)
+		{
+			/* Each statement's results end with a null; then the Sync's. */
+			for (int statement = 0; statement < 2; statement++)
+				for (PGresult *res; (res = PQgetResult(conn)) != nullptr;)
+				{
+					if (statement == 0 && grant_res == nullptr)
+						grant_res = res;
+					else
+						PQclear(res);
+				}
+			for (PGresult *res; (res = PQgetResult(conn)) != nullptr;)
+			{
+				ExecStatusType status = PQresultStatus(res);
+
+				PQclear(res);
+				if (status == PGRES_PIPELINE_SYNC)
+					break;
+			}
+		}
+		if (PQexitPipelineMode(conn) != 1 && grant_res != nullptr &&
+			PQresultStatus(grant_res) == PGRES_TUPLES_OK)
+		{
+			/* The connection is unusable for the renewals: report it. */
+			PQclear(grant_res);
+			grant_res = nullptr;
+		}
+		return grant_res;
 	}
 
 	/* Hands back a lease that cannot be used; errors are ignored. */

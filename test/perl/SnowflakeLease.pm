@@ -10,10 +10,11 @@ use IPC::Run;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-our @EXPORT = qw(start_lease_client wait_for_lease finish_lease_client read_ids
-  lease_node_settings);
+our @EXPORT = qw(start_lease_client wait_for_lease wait_for_holding finish_lease_client
+  read_ids lease_node_settings);
 
-# The database the clients lease in (the nodes' snowflake.database).
+# The database the clients connect to (any database with the extension
+# leases from the server's one lease table).
 our $database = 'postgres';
 
 # Settings for a node that leases worker ids: enough connections for many
@@ -28,14 +29,18 @@ sub lease_node_settings
 
 # Starts the client against $node's database $database as holder $name,
 # its IDs in "$tmp_check/$name.ids".  @args are further options
-# (--ttl, --count, --rate, --hold-ms, --no-release, --clock-offset-ms).
-# Returns a hash: name, ids (the file), stdout, stderr, harness.
+# (--ttl, --count, --rate, --hold-ms, --no-release, --clock-offset-ms,
+# --wait-stdin, --acquire-in).  The client's stdin is a pipe that stays open
+# until finish_lease_client(), so a client started with --wait-stdin keeps
+# its lease (renewing) until then: a gate that needs no timing.
+# Returns a hash: name, ids (the file), stdin, stdout, stderr, harness.
 sub start_lease_client
 {
 	my ($node, $name, @args) = @_;
 	my $client = {
 		name => $name,
 		ids => "$PostgreSQL::Test::Utils::tmp_check/$name.ids",
+		stdin => '',
 		stdout => '',
 		stderr => ''
 	};
@@ -47,7 +52,7 @@ sub start_lease_client
 			$program, '--dsn', $node->connstr($database),
 			'--holder', $name, '--out', $client->{ids}, @args
 		],
-		'>', \$client->{stdout}, '2>', \$client->{stderr},
+		'<', \$client->{stdin}, '>', \$client->{stdout}, '2>', \$client->{stderr},
 		$client->{timeout});
 	return $client;
 }
@@ -75,7 +80,21 @@ sub wait_for_lease
 	};
 }
 
-# Waits for the client to exit; returns its exit status.
+# Waits until a client started with --wait-stdin has written its IDs and
+# holds its lease ("holding"); false if it exited first.
+sub wait_for_holding
+{
+	my ($client) = @_;
+	while ($client->{stdout} !~ /^holding$/m)
+	{
+		return 0 unless $client->{harness}->pumpable;
+		$client->{harness}->pump;
+	}
+	return 1;
+}
+
+# Waits for the client to exit (closing its stdin first, which lets a
+# client started with --wait-stdin go on); returns its exit status.
 sub finish_lease_client
 {
 	my ($client) = @_;

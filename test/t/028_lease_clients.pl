@@ -4,6 +4,9 @@
 # IDs decode exactly to its lease's node and worker id inside its window,
 # and no ID of any client or session repeats.  A second node (node id 2)
 # leases from its own node id, so the IDs of both nodes stay apart too.
+# On the second node, leases taken in a transaction that rolls back and
+# through a cursor in one stay granted (a lease is not transactional since
+# 1.5): the view shows them held, and the next grants get other worker ids.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -43,16 +46,19 @@ INSERT INTO issued SELECT snowflake_nextval(), 'session' FROM generate_series(1,
 });
 
 # Fifty clients at once, half connection-scoped and half with a ttl, each
-# holding its lease for a while after its IDs so that all hold together.
+# holding its lease after its IDs (renewing) until it is let go, so that all
+# hold together however long the others take.
 my @clients;
 for my $i (1 .. $clients)
 {
 	push @clients,
 	  start_lease_client($node, "client$i", '--count', $ids_per_client,
-		'--hold-ms', 8000, ($i % 2 ? ('--ttl', 30) : ()));
+		'--wait-stdin', ($i % 2 ? ('--ttl', 30) : ()));
 }
 my @leases = map { wait_for_lease($_) } @clients;
 is(scalar(grep { defined } @leases), $clients, "all $clients clients got a lease");
+is(scalar(grep { wait_for_holding($_) } @clients),
+	$clients, "all $clients clients issued their IDs and hold their leases");
 
 my $held_at_once = $node->safe_psql('postgres',
 	q{SELECT count(DISTINCT worker_id) FILTER (WHERE state = 'held'), count(*) FILTER (WHERE state = 'held')
@@ -120,6 +126,55 @@ is( $node->safe_psql(
 		q{SELECT count(*) FILTER (WHERE state = 'released'), count(*) FROM snowflake_leases}),
 	"$clients|$clients",
 	'every client released its lease on exit');
+
+# On the second node, still unused: a time-scoped lease taken in a
+# transaction that then rolls back, and a connection-scoped one read through
+# a cursor (DECLARE ... FETCH 1) in a transaction that then rolls back.  Both
+# stay granted: the lowest never-leased worker ids go to them in turn, and a
+# third grant gets the next one, never one of theirs.
+my $rolled = start_lease_client($nodes{2}, 'rolled_back', '--acquire-in', 'transaction',
+	'--ttl', 30, '--count', $ids_per_client, '--wait-stdin');
+my $rolled_lease = wait_for_lease($rolled);
+ok(wait_for_holding($rolled), 'a client whose grant was rolled back holds its lease')
+  or diag($rolled->{stderr});
+is( $nodes{2}->safe_psql(
+		'postgres',
+		"SELECT state, holder FROM snowflake_leases WHERE token = $rolled_lease->{token}"),
+	'held|rolled_back',
+	'the view shows the lease taken in a rolled-back transaction held');
+my $cursor = start_lease_client($nodes{2}, 'cursor', '--acquire-in', 'cursor', '--count',
+	$ids_per_client, '--wait-stdin');
+my $cursor_lease = wait_for_lease($cursor);
+ok(wait_for_holding($cursor), 'a client that read its grant through a cursor holds its lease')
+  or diag($cursor->{stderr});
+is( $nodes{2}->safe_psql(
+		'postgres',
+		"SELECT state, holder FROM snowflake_leases WHERE token = $cursor_lease->{token}"),
+	'held|cursor',
+	'the view shows the lease read through a cursor in a rolled-back transaction held');
+my ($third_worker, $third_token) = split /\|/, $nodes{2}->safe_psql('postgres',
+	q{SELECT worker_id, token FROM snowflake_lease_worker('third', interval '1 minute')});
+is("$rolled_lease->{worker_id}|$cursor_lease->{worker_id}|$third_worker",
+	'64|65|66', 'each later grant gets another worker id, never a rolled-back lease\'s');
+ok($rolled_lease->{token} < $cursor_lease->{token} && $cursor_lease->{token} < $third_token,
+	'and a token of its own');
+is(finish_lease_client($rolled) + finish_lease_client($cursor),
+	0, 'both clients ran and released')
+  or diag("$rolled->{stderr}\n$cursor->{stderr}");
+like($rolled->{stdout} . $cursor->{stdout}, qr/^released last_id=\d+\n(?s:.*)^released last_id=\d+$/m,
+	'each released its lease with its last ID');
+my %rb_seen;
+my $rb_repeats = grep { $rb_seen{$_}++ } (read_ids($rolled), read_ids($cursor));
+is(scalar(keys %rb_seen), 2 * $ids_per_client, 'they issued all their IDs');
+is($rb_repeats, 0, 'none twice');
+is( $nodes{2}->safe_psql(
+		'postgres', qq{
+SELECT count(*) FROM unnest('{@{[join(',', read_ids($rolled))]}}'::bigint[]) AS i,
+                     snowflake_decode(i) AS d
+ WHERE d.node_id <> 2 OR d.worker_id <> $rolled_lease->{worker_id}
+    OR floor(extract(epoch FROM d.ts) * 1000) <= $rolled_lease->{not_before}}),
+	'0', 'the rolled-back grant\'s client issued its IDs under its own lease');
+$nodes{2}->safe_psql('postgres', "SELECT snowflake_release_lease($third_token, NULL)");
 
 # The second node leases from its own node id: a client there and one on
 # node 1 at the same time issue IDs that decode to their own node.

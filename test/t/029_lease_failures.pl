@@ -10,7 +10,13 @@
 #   - a zombie (a client stopped past its expiry while another took its
 #     worker id) is refused at its next renewal and stops;
 #   - a client whose clock is behind is refused;
-#   - a restart and a crash restart lose no lease;
+#   - a connection-scoped lease read in a pipeline whose next statement
+#     fails stays granted (a lease is not transactional since 1.5): nobody
+#     else gets its worker id while its connection lives, and the next
+#     holder starts above its whole window;
+#   - a restart and a crash restart lose no lease (the lease table lives in
+#     shared memory, $PGDATA/snowflake.lease_state and the WAL), and a crash
+#     reuses no token;
 #   - a start that shrinks the lease space is refused.
 use strict;
 use warnings;
@@ -24,8 +30,9 @@ my $node = PostgreSQL::Test::Cluster->new('leases');
 $node->init;
 $node->append_conf('postgresql.conf',
 	lease_node_settings(lease_workers => 1, lease_connection_window => '2s')
-	  # Nothing flushes a commit but the commit itself, so that a lease
-	  # committed asynchronously would be lost in a crash (section 5).
+	  # Nothing flushes the WAL but an explicit flush, so that a lease
+	  # change that relied on the WAL writer would be lost in a crash
+	  # (section 5): the lease file is synced before each call returns.
 	  . "wal_writer_delay = '10s'\n");
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
@@ -70,6 +77,8 @@ $dead->{harness}->signal('KILL');
 finish_lease_client($dead);
 my @dead_ids = read_ids($dead);
 ok(@dead_ids >= 200, 'the killed client issued IDs (' . scalar(@dead_ids) . ')');
+# Its backend notices the lost connection by itself; no window to wait for.
+wait_until(sub { lease_state() eq 'disconnected' }, 'the killed client\'s connection to end');
 
 my $next = start_lease_client($node, 'after_kill', '--count', 1000);
 my $next_lease = wait_for_lease($next);
@@ -81,16 +90,24 @@ my @next_ids = read_ids($next);
 ok(min_of(@next_ids) > max_of(@dead_ids),
 	'every ID of the next holder is above every ID of the killed one');
 
-# 2. A ttl lease that runs out without a release.
-my $lapsed = start_lease_client($node, 'lapsed', '--ttl', 5, '--count', 500, '--no-release');
+# 2. A ttl lease that runs out without a release.  Its client keeps it
+# (renewing) until let go, so that the check below comes before its expiry
+# however slow the machine.
+my $lapsed = start_lease_client($node, 'lapsed', '--ttl', 5, '--count', 500, '--no-release',
+	'--wait-stdin');
 my $lapsed_lease = wait_for_lease($lapsed);
-is(finish_lease_client($lapsed), 0, 'a client exits without releasing its ttl lease');
-like($lapsed->{stdout}, qr/^not released$/m, 'it says so');
+ok(wait_for_holding($lapsed), 'a client holds a ttl lease');
 my ($ret, $out, $err) = $node->psql('postgres',
 	q{SELECT * FROM snowflake_lease_worker('too early', interval '1 minute')});
 like($err, qr/all 1 snowflake worker ids set aside for leases are leased/,
 	'until the lease runs out, its worker id is not leased again');
+is(finish_lease_client($lapsed), 0, 'the client exits without releasing its ttl lease');
+like($lapsed->{stdout}, qr/^not released$/m, 'it says so');
 wait_until(sub { lease_state() eq 'expired' }, 'the lapsed lease to expire');
+# Its renewals moved the end of its window.
+$lapsed_lease->{not_after} = $node->safe_psql('postgres',
+	qq{SELECT (extract(epoch FROM not_after) * 1000)::bigint FROM snowflake_leases
+	    WHERE token = $lapsed_lease->{token}});
 my $heir = start_lease_client($node, 'heir', '--count', 1000);
 my $heir_lease = wait_for_lease($heir);
 is($heir_lease->{worker_id}, 127, 'the expired worker id is leased again');
@@ -112,7 +129,7 @@ my $pid = $zombie->{harness}->{KIDS}[0]{PID};
 kill 'STOP', $pid;
 wait_until(sub { lease_state() eq 'expired' }, 'the zombie\'s lease to expire');
 # The zombie may have renewed before it was stopped: its window ends where
-# the table says, not where its grant said.
+# the view says, not where its grant said.
 my $zombie_not_after = $node->safe_psql('postgres',
 	qq{SELECT (extract(epoch FROM not_after) * 1000)::bigint FROM snowflake_leases
 	    WHERE token = $zombie_lease->{token}});
@@ -138,6 +155,36 @@ like($behind->{stderr},
 	qr/SQLSTATE 22023: the client's clock is behind the database's by more than 1000 ms/,
 	'and is told why');
 
+# 4b. A lease read in a pipeline whose next statement fails, in the same
+# implicit transaction: the failure does not undo it.
+my $piped = start_lease_client($node, 'pipelined', '--acquire-in', 'pipeline', '--count', 500,
+	'--wait-stdin', '--no-release');
+my $piped_lease = wait_for_lease($piped);
+is($piped_lease->{worker_id}, 127, 'a client leases in a pipeline whose next statement fails');
+ok(wait_for_holding($piped), 'it issues IDs and holds the lease')
+  or diag($piped->{stderr});
+is( $node->safe_psql(
+		'postgres', "SELECT state, holder FROM snowflake_leases WHERE token = $piped_lease->{token}"),
+	'held|pipelined',
+	'the view shows the lease held');
+($ret, $out, $err) = $node->psql('postgres',
+	q{SELECT * FROM snowflake_lease_worker('beside the pipeline', interval '1 minute')});
+like($err, qr/all 1 snowflake worker ids set aside for leases are leased/,
+	'nobody else gets its worker id while its connection lives');
+is(finish_lease_client($piped), 0, 'the client exits without releasing');
+wait_until(sub { lease_state() eq 'disconnected' }, 'the pipelined lease to end with its connection');
+my $piped_not_after = $node->safe_psql('postgres',
+	qq{SELECT (extract(epoch FROM not_after) * 1000)::bigint FROM snowflake_leases
+	    WHERE token = $piped_lease->{token}});
+my $after_pipe = start_lease_client($node, 'after_pipeline', '--count', 500);
+my $after_pipe_lease = wait_for_lease($after_pipe);
+is($after_pipe_lease->{worker_id}, 127, 'the worker id is leased again once the connection ended');
+ok($after_pipe_lease->{not_before} >= $piped_not_after - 1,
+	'above the whole window of the pipelined lease: no overlap');
+is(finish_lease_client($after_pipe), 0, 'the next holder ran');
+ok(min_of(read_ids($after_pipe)) > max_of(read_ids($piped)),
+	'its IDs are above the pipelined holder\'s');
+
 # 5. Restarts lose no lease.  A ttl lease, renewed with an ID, then a clean
 # restart and a crash restart.
 my ($token, $not_after) = split /\|/, $node->safe_psql('postgres',
@@ -151,6 +198,7 @@ SELECT ((floor(extract(epoch FROM not_before) * 1000)::bigint + 1
 $node->safe_psql('postgres', "SELECT snowflake_renew_lease($token, $survivor_id)");
 my $before = $node->safe_psql('postgres',
 	q{SELECT token, state, holder, expires_at, last_timestamp FROM snowflake_leases});
+ok(-f $node->data_dir . '/snowflake.lease_state', 'the lease table has its file');
 $node->restart;
 is($node->safe_psql('postgres',
 		q{SELECT token, state, holder, expires_at, last_timestamp FROM snowflake_leases}),
@@ -167,19 +215,43 @@ is($node->safe_psql('postgres',
 	q{SELECT * FROM snowflake_lease_worker('intruder', interval '1 minute')});
 isnt($ret, 0, 'and nobody else gets its worker id');
 
-# A lease committed with synchronous_commit = off survives a crash too: the
-# lease functions commit synchronously whatever the session says.
+# A lease taken with synchronous_commit = off survives a crash too: the lease
+# file is synced before the function returns, whatever the session says.
 $node->safe_psql('postgres', "SELECT snowflake_release_lease($token, NULL)");
-$node->safe_psql('postgres', q{
+my $async_token = $node->safe_psql('postgres', q{
 SET synchronous_commit = off;
 SELECT token FROM snowflake_lease_worker('async session', interval '10 minutes');});
+# Every token this node handed out so far, to compare after the crash.
+my $max_token = max_of($async_token, $token,
+	map { $_->{token} } $dead_lease, $next_lease, $lapsed_lease, $heir_lease,
+	$zombie_lease, $usurper_lease, $piped_lease, $after_pipe_lease);
+is($async_token, $max_token, 'tokens increase: the last grant has the largest');
+$before = $node->safe_psql('postgres',
+	q{SELECT token, state, holder, expires_at, last_timestamp FROM snowflake_leases});
 $node->stop('immediate');
 $node->start;
-is($node->safe_psql('postgres', q{SELECT state FROM snowflake_leases WHERE holder = 'async session'}),
-	'held', 'a lease taken with synchronous_commit = off survives a crash restart');
+is($node->safe_psql('postgres',
+		q{SELECT token, state, holder, expires_at, last_timestamp FROM snowflake_leases}),
+	$before, 'a lease taken with synchronous_commit = off survives a crash restart');
+# After the crash, the next grant's token is new: above every token before.
+$node->safe_psql('postgres', "SELECT snowflake_release_lease($async_token, NULL)");
+my $after_crash_token = $node->safe_psql('postgres',
+	q{SELECT token FROM snowflake_lease_worker('after the crash', interval '1 minute')});
+ok($after_crash_token > $max_token,
+	"a grant after a crash restart has a token above every earlier one ($after_crash_token > $max_token)");
+$node->safe_psql('postgres', "SELECT snowflake_release_lease($after_crash_token, NULL)");
+# A token granted and released right before a crash is not reused either.
+$node->stop('immediate');
+$node->start;
+my $after_second_crash = $node->safe_psql('postgres',
+	q{SELECT token FROM snowflake_lease_worker('after another crash', interval '1 minute')});
+ok($after_second_crash > $after_crash_token,
+	'nor after a crash that follows a release');
+$node->safe_psql('postgres', "SELECT snowflake_release_lease($after_second_crash, NULL)");
 
 # 6. The lease space cannot shrink at a restart: worker id 127 would go to
 # sessions while its lease may still be in use.
+my $last_session_id = $node->safe_psql('postgres', 'SELECT snowflake_nextval()');
 $node->stop;
 $node->append_conf('postgresql.conf', 'snowflake.lease_workers = 0');
 my $log_offset = -s $node->logfile;
@@ -188,15 +260,20 @@ like(slurp_file($node->logfile, $log_offset),
 	qr/FATAL:  snowflake.lease_workers cannot shrink from 1 to 0/,
 	'and says why');
 $node->append_conf('postgresql.conf', 'snowflake.lease_workers = 2');
+# This run's generation floor lies just above what the previous run reserved
+# (after a clean stop: its newest ID's millisecond), which the file keeps.
+my $reserved_ms = slurp_file($node->data_dir . '/snowflake.reservation');
+chomp $reserved_ms;
 $node->start;
 is($node->safe_psql('postgres', 'SELECT slots_total FROM snowflake_status()'),
 	'126', 'a larger lease space is fine: sessions keep 126 worker ids');
-my $floor = $node->safe_psql('postgres',
-	q{SELECT sessions_floor FROM snowflake_lease_context('test')});
 my $grown = $node->safe_psql('postgres', q{
-SELECT worker_id, not_before FROM snowflake_lease_worker('grown', interval '1 minute')});
-is($grown, "126|$floor",
+SELECT worker_id, (extract(epoch FROM not_before) * 1000)::bigint
+  FROM snowflake_lease_worker('grown', interval '1 minute')});
+is($grown, "126|$reserved_ms",
 	'worker id 126, which sessions could use before, is leased from this run\'s generation floor');
+ok((split /\|/, $grown)[1] >= id_ms($last_session_id),
+	'at or above the previous run\'s last session ID');
 
 # A lease of another layout cannot be renewed: its client makes IDs with
 # the old widths.  One more worker bit (a safe layout change) moves the
@@ -218,35 +295,43 @@ is($node->safe_psql('postgres',
 # 7. Holders that vanish one after another, each right after its grant,
 # push the worker id's not_before further ahead each time (each may have
 # issued IDs up to the end of its window).  A grant that would have to wait
-# more than one connection window (10 s here) is refused instead of handed
-# out.  Each psql below leases and disconnects at once.
+# more than one connection window is refused instead of handed out.  Each
+# psql below leases and disconnects at once.  The window is two minutes, so
+# that the third grant comes well within the first window however slow the
+# machine.
 my $runaway = PostgreSQL::Test::Cluster->new('runaway');
 $runaway->init;
-$runaway->append_conf('postgresql.conf', lease_node_settings(lease_workers => 1));
+$runaway->append_conf('postgresql.conf',
+	lease_node_settings(lease_workers => 1, lease_connection_window => '120s'));
 $runaway->start;
 $runaway->safe_psql('postgres', 'CREATE EXTENSION snowflake');
-my $vanish = q{SELECT (extract(epoch FROM not_before - clock_timestamp()) * 1000)::bigint
+my $vanish = q{SELECT (extract(epoch FROM not_before - clock_timestamp()) * 1000)::bigint,
+                      (extract(epoch FROM not_before) * 1000)::bigint,
+                      (extract(epoch FROM not_after) * 1000)::bigint
                  FROM snowflake_lease_worker('vanishes')};
-my $first_wait = $runaway->safe_psql('postgres', $vanish);
+my ($first_wait, undef, $first_not_after) = split /\|/, $runaway->safe_psql('postgres', $vanish);
 ok($first_wait <= 0, 'the first holder need not wait');
 # Until the first connection is gone, the worker id is still held.
-my ($second_ret, $second_wait, $second_err);
-for (1 .. 100)
-{
-	($second_ret, $second_wait, $second_err) = $runaway->psql('postgres', $vanish);
-	last if $second_ret == 0;
-	usleep(50_000);
-}
-is($second_ret, 0, 'the vanished holder\'s worker id is leased again');
-ok($second_wait > 5000 && $second_wait <= 10000,
+my ($second_ret, $second_out, $second_err);
+wait_until(
+	sub {
+		($second_ret, $second_out, $second_err) = $runaway->psql('postgres', $vanish);
+		die "unexpected: $second_err" if $second_ret != 0 && $second_err !~ /are leased/;
+		return $second_ret == 0;
+	},
+	'the first holder\'s connection to end');
+my ($second_wait, $second_not_before) = split /\|/, $second_out;
+ok($second_not_before >= $first_not_after - 1,
+	'the vanished holder\'s worker id is leased again above its whole window');
+ok($second_wait > 0 && $second_wait <= 120_000,
 	"the second holder waits for the first one's window ($second_wait ms)");
 my ($third_ret, $third_out, $third_err);
-for (1 .. 100)
-{
-	($third_ret, $third_out, $third_err) = $runaway->psql('postgres', $vanish);
-	last if $third_err !~ /are leased/;
-	usleep(50_000);
-}
+wait_until(
+	sub {
+		($third_ret, $third_out, $third_err) = $runaway->psql('postgres', $vanish);
+		return $third_err !~ /are leased/;
+	},
+	'the second holder\'s connection to end');
 like($third_err, qr/ERROR:  no snowflake worker id can be leased before /,
 	'a third would wait for both windows: refused, naming the time');
 $runaway->stop;

@@ -1,8 +1,13 @@
-# Worker-id leases across a failover.  The lease functions commit
-# synchronously whatever synchronous_commit the session has, so with a
-# synchronous standby a lease is on the standby before its client sees it:
+# Worker-id leases across a failover.  With synchronous standbys (decided
+# for the whole server, not by the session's synchronous_commit), each lease
+# function waits until they confirm its WAL record, so a lease is on the
+# standby before its client sees it:
 #   - with the standby gone, a lease taken with synchronous_commit = off
-#     waits for it;
+#     waits for it (in its own wait, wait event "Extension");
+#   - a cancel during that wait is an ERROR (57014) to the client, the C++
+#     reference client included, though the primary made the grant: a
+#     connection-scoped one ends with the client's connection;
+#   - the standby replays the lease records into its own lease table;
 #   - after a promotion, a ttl lease survives: its holder renews it with its
 #     token on the new primary, and nobody else gets its worker id;
 #   - a connection-scoped lease ended with its connection on the old
@@ -12,6 +17,7 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use SnowflakeLease;
 use Test::More;
 
 my ($ret, $out, $err);
@@ -38,24 +44,49 @@ $primary->poll_query_until('postgres',
 # With the standby stopped, a lease waits for it, though the session has
 # synchronous_commit = off; it completes once the standby is back.
 $standby->stop;
+my $waiting_lease = q{
+SELECT count(*) FROM pg_stat_activity
+ WHERE wait_event_type = 'Extension' AND wait_event = 'Extension'
+   AND query LIKE '%FROM snowflake_lease_worker(%'};
 my $waiter = $primary->background_psql('postgres');
 $waiter->query_until(qr/sent/, q{
 SET synchronous_commit = off;
 \\echo sent
-SELECT worker_id FROM snowflake_lease_worker('waits', interval '1 minute');
+SELECT 'granted', worker_id FROM snowflake_lease_worker('waits', interval '1 minute');
 });
-ok( $primary->poll_query_until(
-		'postgres', q{
-SELECT count(*) = 1 FROM pg_stat_activity
- WHERE wait_event = 'SyncRep' AND query LIKE '%snowflake_lease_worker%'}),
+ok($primary->poll_query_until('postgres', "SELECT ($waiting_lease) = 1"),
 	'with synchronous_commit = off, a lease waits for the synchronous standby');
+is($primary->safe_psql('postgres', q{SELECT state FROM snowflake_leases WHERE holder = 'waits'}),
+	'held', 'the primary has made the grant meanwhile');
+
+# The C++ client's grant waits too; cancelled, it fails with the server's
+# ERROR, and its grant, which it never read, ends with its connection.
+my $cancelled = start_lease_client($primary, 'cancelled');
+ok($primary->poll_query_until('postgres', "SELECT ($waiting_lease) = 2"),
+	'a client\'s lease waits for the synchronous standby too');
+is( $primary->safe_psql(
+		'postgres', q{
+SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+ WHERE wait_event = 'Extension' AND query LIKE '%FROM snowflake_lease_worker($1::text%'}),
+	't', 'its wait is cancelled');
+is(finish_lease_client($cancelled), 1, 'the client fails (status 1)');
+like($cancelled->{stderr},
+	qr/^error: SQLSTATE 57014: canceling statement due to user request$/m,
+	'with the cancel\'s ERROR');
+unlike($cancelled->{stdout}, qr/^lease /m, 'and uses no lease');
+$primary->poll_query_until('postgres',
+	q{SELECT state = 'disconnected' FROM snowflake_leases WHERE holder = 'cancelled'})
+  or die 'the cancelled grant did not end with its connection';
+pass('the grant made before the cancel ended with the client\'s connection');
+
 $standby->start;
 $primary->poll_query_until('postgres',
 	q{SELECT sync_state = 'sync' FROM pg_stat_replication})
   or die 'the standby did not come back';
-$primary->poll_query_until('postgres',
-	q{SELECT count(*) = 0 FROM pg_stat_activity WHERE wait_event = 'SyncRep'})
+$primary->poll_query_until('postgres', "SELECT ($waiting_lease) = 0")
   or die 'the lease did not complete';
+like($waiter->query_safe('SELECT 1'), qr/^granted\|12[67]$/m,
+	'the waiting lease completes once the standby is back');
 $waiter->quit;
 $primary->safe_psql('postgres',
 	q{SELECT snowflake_release_lease(token, NULL) FROM snowflake_leases WHERE holder = 'waits'});
@@ -75,8 +106,18 @@ like($holder->query_safe(
 $conn_not_after = $holder->query_safe(
 	qq{SELECT not_after FROM snowflake_leases WHERE token = $conn_token});
 $primary->wait_for_catchup($standby);
-is($standby->safe_psql('postgres', q{SELECT count(*) FROM snowflake_worker_leases}),
-	'2', 'the standby has both leases');
+is( $standby->safe_psql(
+		'postgres', q{SELECT string_agg(holder, ',' ORDER BY holder) FROM snowflake_leases
+		               WHERE holder LIKE '%holder'}),
+	'connection holder,ttl holder',
+	'the standby has both leases');
+is( $standby->safe_psql(
+		'postgres', qq{SELECT state, (extract(epoch FROM not_after) * 1000)::bigint
+		                 FROM snowflake_leases WHERE token = $ttl_token}),
+	$primary->safe_psql(
+		'postgres', qq{SELECT state, (extract(epoch FROM not_after) * 1000)::bigint
+		                 FROM snowflake_leases WHERE token = $ttl_token}),
+	'the ttl lease\'s window is the primary\'s');
 
 # Leases are refused on the standby.
 ($ret, $out, $err) = $standby->psql('postgres',

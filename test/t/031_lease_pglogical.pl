@@ -1,9 +1,10 @@
-# Worker-id leases on a two-node multi-primary pglogical cluster whose
-# lease table is replicated both ways (as it is when a whole database is
-# replicated).  Each node leases worker ids of its own node id and touches
-# only its own rows, so replication brings no conflict; each node's view
-# shows the state of its own leases only; and the IDs of clients on both
-# nodes, leasing at the same time, never repeat and decode to their node.
+# Worker-id leases on a two-node multi-primary pglogical cluster that
+# replicates the database both ways.  Since 1.5 the lease state is no table
+# (it lives in each server's shared memory, its own file and its WAL), so
+# nothing of it is replicated logically: each node leases worker ids of its
+# own node id, its view shows its own leases only, replication brings no
+# conflict, and the IDs of clients on both nodes, leasing at the same time,
+# never repeat and decode to their node.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -16,10 +17,13 @@ my $db = $SnowflakePglogical::db;
 local $SnowflakeLease::database = $db;
 
 my @nodes = SnowflakePglogical::create_pair(conf => "snowflake.lease_workers = 4\n");
-SnowflakePglogical::connect_pair(\@nodes, qw(snowflake_nodes snowflake_worker_leases));
-pass('both nodes replicate snowflake_worker_leases');
+SnowflakePglogical::connect_pair(\@nodes, qw(snowflake_nodes));
+is( $nodes[0]->safe_psql(
+		$db, q{SELECT count(*) FROM pg_class WHERE relname = 'snowflake_worker_leases'}),
+	'0', 'there is no lease table to replicate');
 
-# Every worker id of both lease spaces, leased at once.
+# Every worker id of both lease spaces, leased at once: each client keeps
+# its lease until all hold theirs.
 my (@clients, @leases);
 for my $node (@nodes)
 {
@@ -27,12 +31,15 @@ for my $node (@nodes)
 	for my $i (1 .. 4)
 	{
 		my $client = start_lease_client($node, "node${n}_client$i", '--count', 2000,
-			'--hold-ms', 1000, ($i % 2 ? ('--ttl', 30) : ()));
+			'--wait-stdin', ($i % 2 ? ('--ttl', 30) : ()));
 		push @clients, $client;
 	}
 }
 push @leases, wait_for_lease($_) for @clients;
 is(scalar(grep { defined } @leases), 8, 'four clients on each node got a lease');
+is(scalar(grep { wait_for_holding($_) } @clients), 8, 'all eight hold their leases at once');
+is( join(',', map { $_->safe_psql($db, q{SELECT count(*) FROM snowflake_leases WHERE state = 'held'}) } @nodes),
+	'4,4', 'each node shows its four held leases');
 is(scalar(grep { finish_lease_client($_) != 0 } @clients), 0, 'every client ran')
   or diag(join("\n", map { "$_->{name}: $_->{stderr}" } @clients));
 is( join(',', sort map { "$_->{node_id}:$_->{worker_id}" } @leases),
@@ -45,15 +52,15 @@ for my $node (@nodes)
 	my $n = SnowflakePglogical::node_number($node);
 	is( $node->safe_psql(
 			$db, q{
-SELECT string_agg(node_id || ':' || count || ':' || states, ',' ORDER BY node_id)
-  FROM (SELECT node_id, count(*), count(state) AS states
+SELECT string_agg(node_id || ':' || count || ':' || released, ',' ORDER BY node_id)
+  FROM (SELECT node_id, count(*), count(*) FILTER (WHERE state = 'released') AS released
           FROM snowflake_leases GROUP BY node_id) AS s}),
-		$n == 1 ? '1:4:4,2:4:0' : '1:4:0,2:4:4',
-		"node $n has both nodes' leases, and shows the state of its own only");
+		"$n:4:4",
+		"node $n shows its own four leases, released, and none of the other node's");
 	is(SnowflakePglogical::conflicts($node), 0, "node $n: pglogical reports no conflict");
 }
 
-# With the other node's rows present, each node still leases its own ids.
+# Each node leases again from its own node id.
 for my $node (@nodes)
 {
 	my $n = SnowflakePglogical::node_number($node);

@@ -3,9 +3,11 @@
  *	  Unit tests of the pure part of the C++ lease client
  *	  (clients/cpp/snowflake_lease.hpp): ID composition, the window rules,
  *	  monotonicity, a clock that goes back, sequence overflow, the
- *	  thread-safe generator on a fake clock, and the recognition of a
- *	  cancelled wait for synchronous replication.  Needs neither a server nor
- *	  libpq.
+ *	  thread-safe generator on a fake clock, which failed calls lose the
+ *	  lease (a cancelled one, 57014, as in the server's wait for synchronous
+ *	  standbys since 1.5, does not), and the recognition of the warning of a
+ *	  cancelled wait for synchronous replication of servers before 1.5.
+ *	  Needs neither a server nor libpq.
  */
 #include <algorithm>
 #include <atomic>
@@ -572,6 +574,41 @@ TEST(Holder, DefaultHolderNamesHostPidAndApplication)
 
 	EXPECT_NE(holder.find(pid), std::string::npos);
 	EXPECT_EQ(holder.substr(holder.size() - 8), ":billing");
+}
+
+TEST(FailedCall, NotHeldLosesTheLease)
+{
+	EXPECT_TRUE(FailureLosesLease("55000", false, true));
+	EXPECT_TRUE(FailureLosesLease("55000", true, true));
+	EXPECT_TRUE(FailureLosesLease("55000", false, false));
+}
+
+TEST(FailedCall, ALostConnectionLosesOnlyAConnectionScopedLease)
+{
+	EXPECT_TRUE(FailureLosesLease("08006", true, false));
+	EXPECT_TRUE(FailureLosesLease("", true, false));
+	/* A termination during the wait for synchronous standbys. */
+	EXPECT_TRUE(FailureLosesLease("57P01", true, false));
+	EXPECT_FALSE(FailureLosesLease("08006", false, false));
+	EXPECT_FALSE(FailureLosesLease("57P01", false, false));
+}
+
+TEST(FailedCall, ACancelIsTransient)
+{
+	/* "canceling statement due to user request", also in the server's wait
+	 * for the synchronous standbys: the change is not known to be there. */
+	EXPECT_FALSE(FailureLosesLease("57014", false, true));
+	EXPECT_FALSE(FailureLosesLease("57014", true, true));
+}
+
+TEST(FailedCall, OtherErrorsAreTransient)
+{
+	EXPECT_FALSE(FailureLosesLease("22023", true, true)); /* a refused client clock */
+	EXPECT_FALSE(FailureLosesLease("42501", false, true)); /* another role's lease */
+	EXPECT_FALSE(FailureLosesLease("55P03", false, true));
+	EXPECT_FALSE(FailureLosesLease("", false, true));
+	EXPECT_FALSE(FailureLosesLease("5500", false, true));
+	EXPECT_FALSE(FailureLosesLease("550000", false, true));
 }
 
 TEST(SyncRep, TheCancelWarningsAreRecognisedByText)

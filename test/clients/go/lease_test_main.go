@@ -3,9 +3,9 @@
 // "What a client must do", a renewal and a release.  The regions between
 // "// docs: NAME" and "// end docs" are what docs/leases.md shows
 // (test/clients/docs_sync.py keeps them in step).  Connects through the PG*
-// environment variables to database "postgres", the server's
-// snowflake.database, which needs snowflake.lease_workers > 0
-// (test/clients/run.sh sets it up).  Prints "ok N - what" per check and
+// environment variables to database "postgres" (any database with the
+// extension leases from the server's one lease table), on a server with
+// snowflake.lease_workers > 0 (test/clients/run.sh sets it up).  Prints "ok N - what" per check and
 // "go: N passed, M failed"; exits 1 if a check failed.  Built in GOPATH mode
 // against Debian's golang-github-jackc-pgx-v4-dev.
 package main
@@ -128,7 +128,7 @@ func main() {
 
 func run() error {
 	ctx := context.Background()
-	// The lease functions work only in snowflake.database.
+	// Any database with the extension: the lease table is the server's.
 	pool, err := pgxpool.Connect(ctx, "dbname=postgres")
 	if err != nil {
 		return err

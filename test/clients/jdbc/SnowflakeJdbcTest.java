@@ -13,8 +13,8 @@ import java.util.Objects;
  * JDBC (Debian's PostgreSQL driver) with snowflake IDs: rows keyed by the
  * column default, IDs from getGeneratedKeys(), exact reads as long,
  * decoding, one snowflake_nextval(n) batch and one time range; and the
- * worker-id lease recipe of docs/leases.md, in database "postgres" (the
- * cluster's snowflake.database).  Argument: the path of the server's Unix
+ * worker-id lease recipe of docs/leases.md, in database "postgres" (any
+ * database with the extension leases).  Argument: the path of the server's Unix
  * socket; PGDATABASE and PGUSER name the database and the user
  * (test/clients/run.sh sets them).
  */

@@ -221,8 +221,8 @@ async function jsSafeLayout() {
   await client.end()
 }
 
-// Worker-id leases, in database "postgres" (the cluster's
-// snowflake.database, with snowflake.lease_workers = 4): the recipe of
+// Worker-id leases, in database "postgres" (any database with the
+// extension; snowflake.lease_workers = 4): the recipe of
 // docs/leases.md, with a generator just large enough to test it.
 async function leases() {
   const os = require('os')

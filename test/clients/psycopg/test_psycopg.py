@@ -1,7 +1,7 @@
 """psycopg 3 with snowflake IDs: rows keyed by the column default, IDs read
 back exactly as Python ints, decoded, a batch from snowflake_nextval(n),
 a time range on the primary key, and worker-id leases in pipeline mode
-(in database postgres, the cluster's snowflake.database).  Connects through
+(in its own database: any database with the extension leases).  Connects through
 the PG* environment variables (test/clients/run.sh sets them)."""
 
 import os
@@ -102,34 +102,45 @@ with c.step("time bounds"):
     c.eq(got, ids[:3], "the range holds the three rows made before the pause")
 
 with c.step("worker-id leases in a pipeline"), \
-        psycopg.connect(dbname="postgres", autocommit=True) as lconn:
-    # In a pipeline, statements before the Sync share one transaction: a
-    # lease after another statement is refused ...
+        psycopg.connect(autocommit=True) as lconn:
+    # In this client's own database: since 1.5 any database with the
+    # extension leases from the server's one lease table.
+    # In a pipeline, statements before the Sync share one transaction.
+    # Since 1.5 a lease is not transactional, so a lease after another
+    # statement of a pipeline is granted ...
+    with lconn.pipeline() as p:
+        lconn.execute("SELECT 1")
+        after = lconn.execute(
+            "SELECT worker_id, token FROM snowflake_lease_worker('pipelined', '1 minute')")
+        p.sync()
+    after_worker, after_token = after.fetchone()
+    c.ok(after_token > 0, "a lease after another statement of a pipeline is granted")
+    # ... and a failure after a lease in the same pipeline (so in its
+    # transaction) does not undo it.
     try:
         with lconn.pipeline() as p:
-            lconn.execute("SELECT 1")
-            lconn.execute("SELECT worker_id FROM snowflake_lease_worker('pipelined', '1 minute')")
-            p.sync()
-        c.ok(False, "a lease after another statement of a pipeline is refused")
-    except psycopg.errors.ActiveSqlTransaction:
-        # "cannot be executed within a pipeline"; PostgreSQL 18 opens an
-        # implicit transaction block there, so "... inside a transaction
-        # block".  Either way SQLSTATE 25001, before anything changes.
-        c.ok(True, "a lease after another statement of a pipeline is refused (25001)")
-    # ... and a lease first in a pipeline commits at once, so a failure
-    # after it does not undo a lease the client has read.
-    try:
-        with lconn.pipeline() as p:
-            lconn.execute("SELECT worker_id FROM snowflake_lease_worker('first', '1 minute')")
+            first = lconn.execute(
+                "SELECT worker_id, token FROM snowflake_lease_worker('first', '1 minute')")
             lconn.execute("SELECT 1/0")
             p.sync()
+        c.ok(False, "the statement after the lease fails")
     except psycopg.errors.DivisionByZero:
         pass
-    held = lconn.execute("SELECT token, state FROM snowflake_leases"
-                        " WHERE holder = 'first'").fetchall()
-    c.eq([state for _, state in held], ["held"],
-         "a lease first in a pipeline is committed before the statements after it")
-    for token, _ in held:
+    held = lconn.execute("SELECT holder, worker_id, token, state FROM snowflake_leases"
+                         " WHERE holder IN ('pipelined', 'first') AND state = 'held'"
+                         " ORDER BY token").fetchall()
+    c.eq([(h, s) for h, _, _, s in held], [("pipelined", "held"), ("first", "held")],
+         "a lease followed by a failing statement in its pipeline stays held")
+    c.eq(held[0][1:3], (after_worker, after_token),
+         "the view shows the pipelined lease the client read")
+    # The next grant gets another worker id: neither lease's window is
+    # handed out again.
+    third = lconn.execute("SELECT worker_id, token FROM snowflake_lease_worker('third', '1 minute')"
+                          ).fetchone()
+    c.ok(third[0] not in (held[0][1], held[1][1]) and held[0][1] != held[1][1],
+         "each grant gets a worker id of its own "
+         f"({held[0][1]}, {held[1][1]}, {third[0]})")
+    for token in [t for _, _, t, _ in held] + [third[1]]:
         lconn.execute("SELECT snowflake_release_lease(%s, NULL)", (token,))
 
 conn.close()
