@@ -9,6 +9,9 @@
 #      the old one;
 #    - without the state files carried, the new server refuses to start
 #      with SQLSTATE 55000 and says which files to copy;
+#    - with the layout and reservation carried but a lease space set, it
+#      still refuses until the lease files come too; then a lease taken
+#      before the upgrade is held with its token and worker id;
 #    - with them carried and the clock 1 h back: the layout in force is
 #      kept, old IDs decode as before, and snowflake_nextval() fails with
 #      55000 after the bounded wait (max_drift 1 s), or, with max_drift
@@ -29,6 +32,7 @@ shared_preload_libraries = 'snowflake'
 snowflake.node_id = 1
 snowflake.max_drift = 1000
 snowflake.clock_wait_timeout = 1000
+snowflake.lease_workers = 2
 timezone = 'UTC'
 );
 my $from = $ENV{SNOWFLAKE_PG_UPGRADE_FROM} // '';
@@ -55,6 +59,8 @@ my $decode_query = q{SELECT id, snowflake_decode(id) FROM items
 	WHERE n IN (1, 500, 1000) ORDER BY n};
 my $decoded_before = $old->safe_psql('postgres', $decode_query);
 my $old_max = $old->safe_psql('postgres', 'SELECT max(id) FROM items');
+my $old_lease = $old->safe_psql('postgres',
+	q{SELECT token || '|' || worker_id FROM snowflake_lease_worker('before-upgrade', interval '1 hour')});
 $old->stop;
 my $old_layout = slurp_file($old->data_dir . '/snowflake.layout');
 my $old_reservation = slurp_file($old->data_dir . '/snowflake.reservation');
@@ -96,7 +102,28 @@ for my $file ('snowflake.layout', 'snowflake.reservation')
 	copy($old->data_dir . "/$file", $new->data_dir . "/$file")
 	  or die "copying $file: $!";
 }
+ok(!-e $new->data_dir . '/snowflake.lease_state',
+	'the binary-upgrade start created no lease state');
+$log_offset = -s $new->logfile;
+ok(!SnowflakeClock::start($new, -3600, fail_ok => 1),
+	'with a lease space, the new server does not start without the lease files');
+like(
+	slurp_file($new->logfile, $log_offset),
+	qr/FATAL:  this data directory was built by pg_upgrade, and snowflake's lease files were not carried into it\n.*DETAIL:  Without the old data directory's snowflake.leases and snowflake.lease_state, worker ids that applications still hold could be leased again./s,
+	'it names the lease files');
+for my $file ('snowflake.leases', 'snowflake.lease_state')
+{
+	copy($old->data_dir . "/$file", $new->data_dir . "/$file")
+	  or die "copying $file: $!";
+}
 SnowflakeClock::start($new, -3600);
+my ($old_token, $old_worker) = split /\|/, $old_lease;
+is($new->safe_psql('postgres',
+		"SELECT state || '|' || worker_id FROM snowflake_leases WHERE token = $old_token"),
+	"held|$old_worker", 'the lease taken before the upgrade is held, on its worker id');
+cmp_ok($new->safe_psql('postgres',
+		q{SELECT token FROM snowflake_lease_worker('after-upgrade', interval '1 minute')}),
+	'>', $old_token, 'a new grant gets a larger token');
 my ($offset, $uncertainty) = SnowflakeClock::server_offset($new);
 ok(abs($offset + 3600) < 1 + $uncertainty,
 	sprintf('the new server clock is 1 h back (%.3f s, +/- %.3f s)', $offset, $uncertainty));

@@ -140,6 +140,12 @@ LoadLeaseFile(LeaseTable *table)
 
 	if (fd < 0 && errno == ENOENT)
 	{
+		/*
+		 * pg_upgrade's start leases nothing, and leaves the file to be
+		 * carried from the old data directory (upgrade_guard.cpp).
+		 */
+		if (IsBinaryUpgrade)
+			return;
 		fd = open(path, O_RDWR | O_CREAT | O_EXCL | PG_BINARY, pg_file_create_mode);
 		created = true;
 	}

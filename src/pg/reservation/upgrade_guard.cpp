@@ -28,8 +28,11 @@ extern "C"
 #include "pg/clock.hpp"
 #include "pg/durable_file.hpp"
 #include "pg/layout/layout_file.hpp"
+#include "pg/leases/lease_space.hpp"
+#include "pg/leases/lease_table.hpp"
 #include "pg/reservation/reservation.hpp"
 #include "pg/reservation/upgrade_guard.hpp"
+#include "pg/settings.hpp"
 
 static bool
 FileExists(const char *path)
@@ -87,6 +90,31 @@ GuardStateAcrossUpgrade(void)
 				 errhint("Copy snowflake.layout, snowflake.reservation and, if it exists, "
 						 "snowflake.leases from the old data directory into \"%s\", or see "
 						 "\"Upgrading PostgreSQL\" in the snowflake documentation.",
+						 DataDir)));
+
+	/*
+	 * With a lease space, the lease files too: without them the worker ids
+	 * applications still hold would be leased again from the floor, and a
+	 * smaller lease space would go unnoticed.  (The binary-upgrade start
+	 * creates no lease state.)
+	 */
+	char		leases[MAXPGPATH];
+	char		lease_state[MAXPGPATH];
+
+	DataDirectoryFile(kLeaseSpaceFileName, leases);
+	DataDirectoryFile(kLeaseStateFileName, lease_state);
+	if (g_settings.lease_workers > 0 && (!FileExists(leases) || !FileExists(lease_state)))
+		ereport(FATAL,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("this data directory was built by pg_upgrade, and snowflake's lease "
+						"files were not carried into it"),
+				 errdetail("Without the old data directory's snowflake.leases and "
+						   "snowflake.lease_state, worker ids that applications still hold "
+						   "could be leased again."),
+				 errhint("Copy snowflake.leases and snowflake.lease_state from the old data "
+						 "directory into \"%s\".  An old cluster without them held no lease: "
+						 "then create an empty snowflake.lease_state, and write its "
+						 "snowflake.worker_bits and 0 into snowflake.leases.",
 						 DataDir)));
 	/* Carried: the reservation bounds the old IDs from now on. */
 	(void) durable_unlink(marker, LOG);
