@@ -6,7 +6,9 @@
 #
 # SNOWFLAKE_PG_VERSIONS (e.g. "15 17 18", default "15"): the PostgreSQL
 # major versions to test; those other than 15, the Debian 12 binary, are
-# built from source by test/install-pg-versions.sh, once (it caches them).
+# built from source by test/install-pg-versions.sh, once (it caches them),
+# which also keeps, of each, the sources of PostgreSQL's opr_sanity test
+# (test/opr-sanity.sh).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -59,11 +61,7 @@ if ! cmp -s "$node_dir/package-lock.json" "$node_dir/node_modules/.snowflake-loc
 	cp "$node_dir/package-lock.json" "$node_dir/node_modules/.snowflake-lock.json"
 fi
 
-# The other server versions.
-other_versions=()
-for v in ${SNOWFLAKE_PG_VERSIONS:-15}; do
-	[ "$v" = 15 ] || other_versions+=("$v")
-done
-if [ ${#other_versions[@]} -gt 0 ]; then
-	"$top/test/install-pg-versions.sh" "${other_versions[@]}"
-fi
+# The other server versions, and opr_sanity's sources of each (of 15 only
+# those).
+read -ra versions <<<"${SNOWFLAKE_PG_VERSIONS:-15}"
+"$top/test/install-pg-versions.sh" "${versions[@]}"

@@ -10,6 +10,19 @@
 # only PostgreSQL 15 as a binary, and the binaries of newer suites need a
 # newer libc; their sources build here.  Run as root.
 #
+# Of each version it also keeps what test/opr-sanity.sh runs of PostgreSQL's
+# own regression tests (opr_sanity.sql, its expected output, and regress.c
+# for the binary_coercible() it calls):
+#
+#   /var/cache/snowflake-pg/regress/<server version>   those files
+#   /var/cache/snowflake-pg/regress/<major>            a link to the one in use
+#
+# A major version named here that Debian installed as a binary
+# (postgresql-15) gets only these, from the source of the installed version,
+# or, if the archive does not serve that, from the newest one of the same
+# major version that it serves.  Failing to fetch them is a warning only:
+# the opr_sanity tier then fails, not the whole suite.
+#
 #   SNOWFLAKE_PG_CACHE     the cache (default /var/cache/snowflake-pg)
 #   SNOWFLAKE_DEBIAN_URI   the archive to fetch from (default: the first
 #                          Debian archive of this machine's apt sources)
@@ -33,8 +46,14 @@ if [ $# -eq 0 ]; then
 	echo "usage: $0 MAJOR... (one of: ${!suite[*]})" >&2
 	exit 2
 fi
+# The version of the Debian binary postgresql-MAJOR installed, or nothing.
+binary_version() {
+	dpkg-query -W -f='${Status} ${Version}\n' "postgresql-$1" 2>/dev/null |
+		awk '$1 == "install" && $3 == "installed" { print $4 }'
+}
+
 for major in "$@"; do
-	if [ -z "${suite[$major]:-}" ]; then
+	if [ -z "${suite[$major]:-}" ] && [ -z "$(binary_version "$major")" ]; then
 		echo "install-pg-versions: no source for PostgreSQL $major (known: ${!suite[*]})" >&2
 		exit 2
 	fi
@@ -61,24 +80,33 @@ use_version() {
 
 # The archive of this machine's own apt sources, from deb822 .sources files
 # or one-line .list files: the first whose suites include this release's
-# codename (so not the security archive).
+# codename (so not the security archive), or with an argument, the suite
+# it names ("<codename>-security": the security archive, or nothing).
 debian_uri() {
-	if [ -n "${SNOWFLAKE_DEBIAN_URI:-}" ]; then
+	if [ -n "${SNOWFLAKE_DEBIAN_URI:-}" ] && [ $# -eq 0 ]; then
 		echo "$SNOWFLAKE_DEBIAN_URI"
 		return
 	fi
 	local codename uri
-	codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
-	uri=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk -v c="$codename" '
-		/^[[:space:]]*$/ { if (u != "" && s) { print u; exit } u = ""; s = 0; next }
+	codename=${1:-$(. /etc/os-release && echo "$VERSION_CODENAME")}
+	# A stanza ends at a blank line or at the end of its file; deb-src ones
+	# (this script's own) do not count.
+	uri=$(awk -v c="$codename" '
+		function end() { if (u != "" && s && t) { print u; u = ""; exit } u = ""; s = 0; t = 0 }
+		FNR == 1 { end() }
+		/^[[:space:]]*$/ { end(); next }
+		/^Types:/ { for (i = 2; i <= NF; i++) if ($i == "deb") t = 1 }
 		/^URIs:/ { u = $2 }
 		/^Suites:/ { for (i = 2; i <= NF; i++) if ($i == c) s = 1 }
-		END { if (u != "" && s) print u }' | head -n 1)
+		END { end() }' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)
 	if [ -z "$uri" ]; then
 		uri=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
 			awk -v c="$codename" '$1 == "deb" {
 				i = 2; if ($i ~ /^\[/) while ($i !~ /\]$/) i++; if ($2 ~ /^\[/) i++
 				if ($(i + 1) == c) { print $i; exit } }')
+	fi
+	if [ -z "$uri" ] && [ $# -ne 0 ]; then
+		return
 	fi
 	if [ -z "$uri" ]; then
 		log "no Debian archive for $codename in /etc/apt/sources*; set SNOWFLAKE_DEBIAN_URI"
@@ -88,11 +116,20 @@ debian_uri() {
 }
 
 # The deb-src entries, in a file of their own; source only, so nothing of
-# those suites can be installed as a binary by accident.
+# those suites can be installed as a binary by accident.  This release's
+# own suites too, and its security archive's, for the regression tests of
+# its binary (postgresql-15).
 add_sources() {
 	local uri=$1 file=/etc/apt/sources.list.d/snowflake-pg-src.sources content
-	content=$(printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-		"$uri" "$(printf '%s\n' "${suite[@]}" | sort -u | paste -sd ' ')")
+	local codename security entry='Types: deb-src\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n'
+	codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+	# shellcheck disable=SC2059 # the format is $entry
+	content=$(printf "$entry" "$uri" "$(printf '%s\n' "${suite[@]}" "$codename" | sort -u | paste -sd ' ')")
+	security=$(debian_uri "$codename-security")
+	if [ -n "$security" ]; then
+		# shellcheck disable=SC2059
+		content+=$'\n\n'$(printf "$entry" "$security" "$codename-security")
+	fi
 	if [ ! -f "$file" ] || [ "$(cat "$file")" != "$content" ]; then
 		echo "$content" >"$file"
 		apt_updated=0
@@ -188,10 +225,63 @@ build_version() {
 	}
 	# Other users (the tester) run the server from here.
 	chmod -R a+rX "$prefix"
+	keep_regress "$version" "$version" "$dir/src"
 	# The build tree is not needed once installed (dpkg-source left a copy
 	# of the upstream tarball beside it).
 	rm -rf "$dir/src" "$dir/download" "$dir"/*.orig.tar.*
 	touch "$dir/.complete"
+}
+
+# What test/opr-sanity.sh needs of the regression tests, for the server of
+# version $1, from the source tree of version $2 unpacked in $3.
+regress_files=(
+	src/test/regress/sql/opr_sanity.sql
+	src/test/regress/expected/opr_sanity.out
+	src/test/regress/regress.c
+)
+regress_cached() { [ -f "$cache/regress/$1/.complete" ]; }
+keep_regress() {
+	local version=$1 source_version=$2 src=$3 out=$cache/regress/$1 f
+	rm -rf "$out"
+	mkdir -p "$out"
+	for f in "${regress_files[@]}"; do
+		cp "$src/$f" "$out/"
+	done
+	echo "$source_version" >"$out/SOURCE_VERSION"
+	chmod -R a+rX "$out"
+	touch "$out/.complete"
+}
+use_regress() {
+	ln -sfn "$2" "$cache/regress/$1"
+	log "PostgreSQL $1: opr_sanity from $(cat "$cache/regress/$2/SOURCE_VERSION") in $cache/regress/$1"
+}
+
+# Fetches the regression tests for the server of major version $1, version
+# $2, from the source of one of the versions $3...: in a fresh directory,
+# removed afterwards.  A failure is only reported.
+fetch_regress() {
+	local major=$1 version=$2 v dir
+	shift 2
+	mkdir -p "$cache/regress"
+	for v in "$@"; do
+		dir=$cache/regress/.fetch-$v
+		if fetch_source "postgresql-$major" "$v" "$dir" "$uri"; then
+			keep_regress "$version" "$v" "$dir/src"
+			rm -rf "$dir"
+			[ "$v" = "$version" ] ||
+				log "postgresql-$major $version: the archive does not serve its source; opr_sanity is $v's"
+			return 0
+		fi
+		rm -rf "$dir"
+	done
+	log "WARNING: no source of postgresql-$major could be fetched for its regression tests (tried: $*)"
+	return 1
+}
+
+# The source versions of postgresql-MAJOR that the indexes name, newest first.
+source_versions() {
+	apt-cache madison "postgresql-$1" 2>/dev/null |
+		awk -F'|' '$3 ~ "Sources" { gsub(/ /, "", $2); print $2 }' | sort -V -r -u
 }
 
 # The versions worth using for major version $1, in order: the one the
@@ -203,11 +293,41 @@ candidate_versions() {
 	[ "$v" = "${pinned[$major]}" ] || echo "${pinned[$major]}"
 }
 
+# The root-only start of a fetch: the deb-src entries and their index.
+prepare_fetch() {
+	if [ "$(id -u)" -ne 0 ]; then
+		log "run as root to fetch the sources of PostgreSQL $1"
+		return 1
+	fi
+	[ -n "$uri" ] || uri=$(debian_uri)
+	add_sources "$uri"
+	apt_update
+}
+
 majors=("$@")
-mkdir -p "$cache"
+mkdir -p "$cache" "$cache/regress"
 uri=
 for major in "${majors[@]}"; do
 	package=postgresql-$major
+	# The Debian binary: its regression tests only.
+	if [ -z "${suite[$major]:-}" ]; then
+		version=$(binary_version "$major")
+		if ! regress_cached "$version"; then
+			prepare_fetch "$major" || continue
+			mapfile -t candidates < <(
+				echo "$version"
+				source_versions "$major" | while read -r v; do
+					dpkg --compare-versions "$v" le "$version" && [ "$v" != "$version" ] && echo "$v"
+				done
+			)
+			if ! fetch_regress "$major" "$version" "${candidates[@]}"; then
+				rm -f "$cache/regress/$major"
+				continue
+			fi
+		fi
+		use_regress "$major" "$version"
+		continue
+	fi
 	# A cached build of the index's version or the pinned one is enough;
 	# the index is read as it stands, without a network round.
 	found=
@@ -219,17 +339,16 @@ for major in "${majors[@]}"; do
 	done
 	if [ -n "$found" ]; then
 		use_version "$major" "$found"
+		# A build cached before the regression tests were kept.
+		if regress_cached "$found" ||
+			{ prepare_fetch "$major" && fetch_regress "$major" "$found" "$found"; }; then
+			use_regress "$major" "$found"
+		fi
 		continue
 	fi
 
-	if [ "$(id -u)" -ne 0 ]; then
-		log "run as root to build PostgreSQL $major"
-		exit 1
-	fi
 	start=$SECONDS
-	[ -n "$uri" ] || uri=$(debian_uri)
-	add_sources "$uri"
-	apt_update
+	prepare_fetch "$major" || exit 1
 	build_deps
 	mapfile -t candidates < <(candidate_versions "$major")
 	found=
@@ -253,5 +372,6 @@ for major in "${majors[@]}"; do
 		exit 1
 	fi
 	use_version "$major" "$found"
+	use_regress "$major" "$found"
 	log "PostgreSQL $major: built in $((SECONDS - start)) s"
 done

@@ -12,12 +12,16 @@
 #      with dpkg, checked as autopkgtest does (debian/tests/installcheck:
 #      pg_regress and isolation against the installed files), and purged,
 # and then, against each PostgreSQL version in turn,
-#   5. pg_regress, 6. isolation specs, 7. TAP tests (each on its own
-#      throwaway clusters, as an unprivileged user, TAP_JOBS files at a
-#      time, default 3),
-#   8. the clients tier: psycopg 3, SQLAlchemy, Django, node-postgres,
+#   5. pg_regress,
+#   6. opr_sanity: PostgreSQL's own core regression test of that name, its
+#      expected output unmodified, with the extension preloaded and created
+#      (test/opr-sanity.sh): no SECURITY DEFINER function, among others,
+#   7. isolation specs, 8. TAP tests (each on its own throwaway
+#      clusters, as an unprivileged user, TAP_JOBS files at a time,
+#      default 3),
+#   9. the clients tier: psycopg 3, SQLAlchemy, Django, node-postgres,
 #      JDBC and Go (pgx) against a throwaway cluster (test/clients/run.sh),
-#   9. pg_regress and isolation again, with the extension built with
+#  10. pg_regress and isolation again, with the extension built with
 #      -DUSE_ASSERT_CHECKING (make ASSERTS=1), so its Assert()s run, and
 #      TAP as well against the last version; the build without them is
 #      installed again afterwards.
@@ -25,7 +29,7 @@
 # each tier and of each version, and last one line:
 #   snowflake: N passed, N failed
 #
-#   SNOWFLAKE_PG_VERSIONS  the PostgreSQL major versions that tiers 5 to 9
+#   SNOWFLAKE_PG_VERSIONS  the PostgreSQL major versions that tiers 5 to 10
 #                          run against, in order (default "15 17 18").  15
 #                          is the server of PG_CONFIG (default: the
 #                          pg_config on PATH, Debian 12's); 17 and 18 are
@@ -70,7 +74,7 @@ run_tier() {
 	fi
 	timings+=("$name: $((SECONDS - start)) s")
 }
-regress_count="sed -n 's/^ *All \([0-9]*\) tests passed.*/\1/p'"
+regress_count="sed -n 's/^[# ]*All \([0-9]*\) tests passed.*/\1/p'"
 tap_count="sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p'"
 # TAP files wait on servers more than they compute: three at a time halve
 # the tier's time on 2 cores.
@@ -139,7 +143,7 @@ package_check() {
 }
 
 # The server-dependent tiers against version $1: build and install,
-# pg_regress, isolation, TAP, clients, and the Assert() build.
+# pg_regress, opr_sanity, isolation, TAP, clients, and the Assert() build.
 run_version() {
 	local v=$1 start=$SECONDS build_start
 	use_version "$v"
@@ -155,6 +159,8 @@ run_version() {
 	timings+=("PG $v: build and install: $((SECONDS - build_start)) s")
 	local release_dir=$SNOWFLAKE_WORKDIR
 	run_tier "PG $v: pg_regress" "$regress_count" as_tester make installcheck ISOLATION= TAP_TESTS=
+	# opr_sanity's sql and expected output are kept by install-pg-versions.sh.
+	run_tier "PG $v: opr_sanity" "$regress_count" as_tester bash test/opr-sanity.sh "$pg_cache/regress/$v"
 	run_tier "PG $v: isolation" "$regress_count" as_tester make installcheck REGRESS= TAP_TESTS=
 	# 027_pg_upgrade_state.pl runs pg_upgrade from the version run before
 	# this one, if that is a source build too (15's, a Debian binary,
