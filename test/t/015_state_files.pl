@@ -1,5 +1,6 @@
-# The state files $PGDATA/snowflake.reservation and $PGDATA/snowflake.layout
-# are parsed strictly.  Each kind of damage (an empty file, a file cut
+# The state files $PGDATA/snowflake.reservation, $PGDATA/snowflake.layout
+# and $PGDATA/snowflake.lease_state (512-byte blocks with a checksum) are
+# parsed strictly.  Each kind of damage (an empty file, a file cut
 # short, junk after a number, a number out of range, a negative or
 # impossible reservation, extra lines or fields, widths that are no
 # layout) makes the server refuse to start with
@@ -19,11 +20,14 @@ $node->append_conf(
 	'postgresql.conf', q(
 shared_preload_libraries = 'snowflake'
 log_error_verbosity = verbose
+snowflake.lease_workers = 2
 ));
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
 my $max_before = $node->safe_psql('postgres',
 	'SELECT max(snowflake_nextval()) FROM generate_series(1, 1000)');
+my $lease_before = $node->safe_psql('postgres',
+	q{SELECT token || '|' || worker_id FROM snowflake_lease_worker('state-files', interval '1 hour')});
 $node->stop;
 
 my $reservation_file = $node->data_dir . '/snowflake.reservation';
@@ -145,11 +149,34 @@ refused(
 	'The widths 3, 7 and 0 do not form a valid layout.', $layout_hint);
 write_file($layout_file, $good_layout);
 
+# The lease state: worker ids 126 and 127 (7 worker bits, 2 leased), one
+# 512-byte block each at its worker id's offset.
+my $lease_file = $node->data_dir . '/snowflake.lease_state';
+my $good_lease_state = slurp_file($lease_file);
+is(length($good_lease_state), 128 * 512, 'the lease state holds a block per worker id');
+my $lease_hint =
+  qr/HINT:  \QRestore the file from a backup of the data directory.  Only if no application holds a lease (every not_after has passed), remove it: worker ids are then leased from this run's generation floor.\E\n/;
+my (undef, $leased_worker) = split /\|/, $lease_before;
+refused('lease state cut', $lease_file, 'lease state', $good_lease_state . 'x',
+	'Its size is not a multiple of 512 bytes.', $lease_hint);
+my $flipped = $good_lease_state;
+substr($flipped, $leased_worker * 512 + 100, 1) ^= "\x01";
+refused('a lease image with a wrong checksum', $lease_file, 'lease state', $flipped,
+	"The checksum of block $leased_worker is wrong.", $lease_hint);
+my $junk = $good_lease_state;
+substr($junk, $leased_worker * 512, 4) = 'junk';
+refused('a block that is no lease image', $lease_file, 'lease state', $junk,
+	"Block $leased_worker does not start with a lease image.", $lease_hint);
+write_file($lease_file, $good_lease_state);
+
 # --- the good files back -------------------------------------------------------
 ok($node->start(fail_ok => 1), 'with the good files back, the server starts');
 my $min_after = $node->safe_psql('postgres',
 	'SELECT min(snowflake_nextval()) FROM generate_series(1, 1000)');
 cmp_ok($min_after, '>', $max_before, 'and IDs continue above the earlier ones');
+my ($lease_token) = split /\|/, $lease_before;
+is($node->safe_psql('postgres', "SELECT state || '|' || worker_id FROM snowflake_leases WHERE token = $lease_token"),
+	"held|$leased_worker", 'and the lease taken before is held');
 $node->stop;
 
 done_testing();
