@@ -58,9 +58,11 @@ struct WorkerSlot
 
 /*
  * Each slot gets a cache line of its own: its sessions swap its mark on
- * every ID, and neighbours must not share that line.
+ * every ID, and neighbours must not share that line.  The alignment places
+ * the slots array on a line boundary within SharedState (shared memory
+ * allocations start on one), so no slot straddles two lines.
  */
-union PaddedWorkerSlot
+union alignas(PG_CACHE_LINE_SIZE) PaddedWorkerSlot
 {
 	WorkerSlot	slot;
 	char		pad[PG_CACHE_LINE_SIZE];
