@@ -253,7 +253,8 @@ CREATE OPERATOR public.$name (LEFTARG = $left, RIGHTARG = $right, FUNCTION = pub
 }
 
 # The same trojans before a 1.4 install that is updated to 1.5, with a
-# lease taken under 1.4.
+# lease that 1.4 recorded (under library 1.5, 1.4's functions refuse to
+# lease: the row stands for one taken before the restart that loaded it).
 {
 	my $node = new_node('h3upd');
 	plant_install_trojans($node);
@@ -262,7 +263,20 @@ CREATE OPERATOR public.$name (LEFTARG = $left, RIGHTARG = $right, FUNCTION = pub
 	is($ret, 0, 'H3 (update): CREATE EXTENSION snowflake VERSION 1.4') or diag($err);
 	$node->safe_psql('appdb', 'CREATE ROLE svc LOGIN');
 	grant_leases($node, 'public', 'svc');
-	my $old = split_lease(as_role($node, 'svc', lease_sql('public', 'svc-under-1.4', '1 hour')));
+	my (undef, undef, $refusal) = $node->psql('appdb',
+		"SET search_path = pg_catalog, pg_temp;\n" . lease_sql('public', 'refused', '1 hour'),
+		extra_params => [ '-U', 'svc' ]);
+	like($refusal, qr/snowflake extension version 1\.4 cannot lease worker ids under library version 1\.5/,
+		'H3 (update): 1.4 functions refuse under library 1.5');
+	$node->safe_psql('appdb', q{
+SET search_path = pg_catalog, pg_temp;
+INSERT INTO public.snowflake_worker_leases
+       (node_id, worker_id, token, holder, holder_role, ttl, window_ms, layout, granted_at,
+        renewed_at, not_before_ms, not_after_ms)
+SELECT 0, 127, 1, 'svc-under-1.4', 'svc', interval '1 hour', 3600000, '1735689600000/3/7/12',
+       now(), now(), (extract(epoch FROM now()) * 1000)::bigint - 1,
+       (extract(epoch FROM now()) * 1000)::bigint + 3600000});
+	my $old = { worker_id => 127, token => 1 };
 	($ret, $out, $err) =
 	  $node->psql('appdb', "SET search_path = pg_catalog, pg_temp;\nALTER EXTENSION snowflake UPDATE TO '1.5'");
 	is($ret, 0, 'H3 (update): ALTER EXTENSION snowflake UPDATE TO 1.5') or diag($err);
