@@ -74,7 +74,7 @@ SQL
 
 cat <<EOF
 
-The demo cluster is running.
-  connect: sudo -u $SNOWFLAKE_TEST_USER psql -h $demo -p $port -U postgres
-  stop:    sudo -u $SNOWFLAKE_TEST_USER $PG_BINDIR/pg_ctl -D $demo/data stop
+The demo cluster is running.  As root (runuser comes with Debian; sudo may not):
+  connect: runuser -u $SNOWFLAKE_TEST_USER -- psql -h $demo -p $port -U postgres
+  stop:    runuser -u $SNOWFLAKE_TEST_USER -- $PG_BINDIR/pg_ctl -D $demo/data stop
 EOF
