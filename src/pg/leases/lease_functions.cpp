@@ -605,10 +605,10 @@ snowflake_renew_lease(PG_FUNCTION_ARGS)
 	if (reported != kNoTimestamp)
 		image.last_timestamp_ms = Max(image.last_timestamp_ms, reported);
 
-	uint64		change = CommitLeaseImage(table, index, &image, table->entries[index].connected, &lsn);
-
+	(void) CommitLeaseImage(table, index, &image, table->entries[index].connected, &lsn);
 	LWLockRelease(table->lock);
-	MakeLeaseChangeDurable(table, change, lsn);
+	/* Not waited for: a start after a crash settles renewals (lease_table.hpp). */
+	PublishLeaseChange(lsn);
 
 	TupleDesc	tupdesc;
 	Datum		values[3];
@@ -661,7 +661,14 @@ snowflake_release_lease(PG_FUNCTION_ARGS)
 	uint64		change = CommitLeaseImage(table, index, &image, false, &lsn);
 
 	LWLockRelease(table->lock);
-	MakeLeaseChangeDurable(table, change, lsn);
+	/*
+	 * A release lost in a crash only keeps the worker id taken until its
+	 * window ends; a revocation must hold, so it is waited for.
+	 */
+	if (image.flags & kLeaseRevoked)
+		MakeLeaseChangeDurable(table, change, lsn);
+	else
+		PublishLeaseChange(lsn);
 	PG_RETURN_BOOL(true);
 }
 

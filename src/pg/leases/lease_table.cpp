@@ -9,11 +9,15 @@
  * the lease space are allocated at start, so a change overwrites allocated
  * space and never runs out of disk.
  *
- * Durability of a change on a primary is the file's fsync; its WAL record
- * is flushed at once only when synchronous standbys must confirm it, and
- * otherwise by the WAL writer, as an asynchronous commit's.  A crash can so
- * lose the record of a change the file kept: the first change after a
- * start logs every entry's image again, so that standbys catch up.
+ * Block 0 is the header instead (worker id 0 always belongs to sessions):
+ * whether the last shutdown was clean.  The postmaster clears it at start
+ * and sets it at a clean exit, after an fsync of the file.
+ *
+ * The first change of a run settles the table: it logs every entry again
+ * (a crash can lose the records of changes the file kept: standbys then
+ * catch up), and after a start that was not clean, or in a server that
+ * was a standby, it first moves the not_after of every lease not released
+ * to now + its window, since renewals are not waited for (lease_table.hpp).
  */
 extern "C"
 {
@@ -23,6 +27,7 @@ extern "C"
 #include "access/xloginsert.h"
 #include "common/file_perm.h"	/* pg_file_create_mode */
 #include "lib/stringinfo.h"
+#include "access/xlog_internal.h"	/* STANDBY_SIGNAL_FILE */
 #include "miscadmin.h"			/* DataDir, MyProcPid, MyStartTimestamp */
 #include "storage/fd.h"			/* BasicOpenFile, pg_fdatasync, data_sync_elevel */
 #include "storage/ipc.h"		/* before_shmem_exit, shmem hooks */
@@ -32,8 +37,10 @@ extern "C"
 #include <cerrno>
 #include <cstdio>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "pg/clock.hpp"
 #include "pg/durable_file.hpp"
 #include "pg/leases/lease_table.hpp"
 #include "pg/reservation/reservation_wal.hpp"
@@ -50,8 +57,8 @@ static shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
 /* This process's descriptor of the file, opened on first use. */
 static int	lease_fd = -1;
 
-/* Whether this run logged every entry again (see the header comment). */
-static bool relog_needed_checked = false;
+/* Whether this process saw the table settled (see the header comment). */
+static bool seen_settled = false;
 
 static Size
 LeaseTableSize(void)
@@ -121,6 +128,59 @@ FsyncDataDirectory(void)
 	close(fd);
 }
 
+static pg_crc32c
+HeaderCrc(const LeaseFileHeader &header)
+{
+	pg_crc32c	crc;
+
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, &header, offsetof(LeaseFileHeader, crc));
+	FIN_CRC32C(crc);
+	return crc;
+}
+
+/* Writes the header, saying whether the shutdown is clean, and fsyncs. */
+static bool
+WriteHeader(int fd, bool clean)
+{
+	alignas(8) char block[kLeaseBlockSize];
+	LeaseFileHeader header;
+
+	memset(&header, 0, sizeof(header));
+	header.magic = kLeaseHeaderMagic;
+	header.clean = clean ? 1 : 0;
+	header.crc = HeaderCrc(header);
+	memset(block, 0, sizeof(block));
+	memcpy(block, &header, sizeof(header));
+	return pwrite(fd, block, kLeaseBlockSize, 0) == kLeaseBlockSize && pg_fsync(fd) == 0;
+}
+
+/*
+ * on_shmem_exit callback of the postmaster: at a normal exit (code 0),
+ * after every other process, makes the file durable and marks the shutdown
+ * clean, so that the next start needs no settling bump.
+ */
+static void
+MarkCleanShutdown(int code, Datum arg)
+{
+	(void) arg;
+	char		path[MAXPGPATH];
+
+	if (code != 0 ||
+		snprintf(path, sizeof(path), "%s/%s", DataDir, kLeaseStateFileName) >= MAXPGPATH)
+		return;
+
+	int			fd = open(path, O_RDWR | PG_BINARY, 0);
+
+	if (fd < 0)
+		return;
+	/* On failure the header keeps saying "not clean", which is safe. */
+	if (pg_fsync(fd) != 0 || !WriteHeader(fd, true))
+		ereport(LOG, (errcode_for_file_access(),
+					  errmsg("could not mark file \"%s\" as cleanly shut down: %m", path)));
+	close(fd);
+}
+
 /*
  * Postmaster, at start and after a crash restart: reads the file into the
  * table (images of another layout or node id are history that no longer
@@ -134,6 +194,7 @@ LoadLeaseFile(LeaseTable *table)
 	alignas(8) char block[kLeaseBlockSize];
 	const uint32 end = table->first_worker_id + table->count;
 	bool		created = false;
+	bool		clean = false;
 
 	LeaseFilePath(path);
 	int			fd = open(path, O_RDWR | PG_BINARY, 0);
@@ -174,6 +235,16 @@ LoadLeaseFile(LeaseTable *table)
 								   "Its size is not a multiple of 512 bytes.", kLeaseFileHint);
 		}
 
+		if (n == 0)
+		{
+			LeaseFileHeader header;
+
+			memcpy(&header, block, sizeof(header));
+			clean = header.magic == kLeaseHeaderMagic && header.crc == HeaderCrc(header) &&
+				header.clean == 1;
+			continue;
+		}
+
 		LeaseImage	image;
 
 		memcpy(&image, block, sizeof(image));
@@ -202,10 +273,12 @@ LoadLeaseFile(LeaseTable *table)
 			ereport(FATAL, (errcode_for_file_access(),
 							errmsg("could not write file \"%s\": %m", path)));
 		}
-	if ((size < needed || created) && pg_fsync(fd) != 0)
+	/* From now on, a crash is not a clean shutdown; WriteHeader fsyncs. */
+	if (!WriteHeader(fd, false))
 		ereport(FATAL, (errcode_for_file_access(),
-						errmsg("could not fsync file \"%s\": %m", path)));
+						errmsg("could not write file \"%s\": %m", path)));
 	close(fd);
+	table->needs_bump = !clean && !created;
 	if (created)
 		FsyncDataDirectory();
 	pg_atomic_init_u64(&table->written_change, table->last_change);
@@ -245,7 +318,21 @@ StartLeaseTable(void)
 		table->count = static_cast<uint32>(g_settings.lease_workers);
 		pg_atomic_init_u64(&table->written_change, 0);
 		if (table->count > 0)
+		{
 			LoadLeaseFile(table);
+
+			/*
+			 * A standby's leases are replayed, maybe behind its primary's:
+			 * once promoted, it settles with a bump.
+			 */
+			struct stat st;
+
+			if (stat(STANDBY_SIGNAL_FILE, &st) == 0 || stat(RECOVERY_SIGNAL_FILE, &st) == 0)
+				table->needs_bump = true;
+			/* As the reservation's: children drop it, a crash reinit runs it with 1. */
+			if (!IsUnderPostmaster)
+				on_shmem_exit(MarkCleanShutdown, 0);
+		}
 	}
 	LWLockRelease(AddinShmemInitLock);
 	lease_table = table;
@@ -309,23 +396,43 @@ LogImage(const LeaseImage &image)
 }
 
 /*
- * Lock held exclusively.  Once per run, before the first change: logs every
- * entry's image again, in case a crash lost the records of changes the
- * file kept (standbys then catch up; replay skips what they have).
+ * Lock held exclusively.  Once per run, before the first change: settles
+ * the table (see the header comment).  Its writes reach the disk with the
+ * next fsync of the file, or are settled again by the next start.
  */
 static void
-RelogOncePerRun(LeaseTable *table)
+SettleOncePerRun(LeaseTable *table)
 {
-	if (relog_needed_checked || table->relogged)
+	if (seen_settled || table->settled)
 	{
-		relog_needed_checked = true;
+		seen_settled = true;
 		return;
 	}
+
+	const int64 now_ms = NowUnixMs();
+
 	for (uint32 i = 0; i < table->count; i++)
-		if (table->entries[i].image.magic == kLeaseImageMagic)
-			(void) LogImage(table->entries[i].image);
-	table->relogged = true;
-	relog_needed_checked = true;
+	{
+		LeaseImage	image = table->entries[i].image;
+
+		if (image.magic != kLeaseImageMagic)
+			continue;
+		if (table->needs_bump && image.token != 0 && !(image.flags & kLeaseReleased) &&
+			image.not_after_ms < now_ms + image.window_ms)
+		{
+			image.not_after_ms = now_ms + image.window_ms;
+			image.change = ++table->last_change;
+			image.crc = ImageCrc(image);
+			if (!WriteImage(image))
+				ereport(ERROR, (errcode_for_file_access(),
+								errmsg("could not write file \"%s\": %m", kLeaseStateFileName)));
+			table->entries[i].image = image;
+			pg_atomic_write_u64(&table->written_change, image.change);
+		}
+		(void) LogImage(image);
+	}
+	table->settled = true;
+	seen_settled = true;
 }
 
 uint64
@@ -333,7 +440,7 @@ CommitLeaseImage(LeaseTable *table, uint32 index, LeaseImage *image, bool connec
 				 XLogRecPtr *lsn)
 {
 	Assert(LWLockHeldByMeInMode(table->lock, LW_EXCLUSIVE));
-	RelogOncePerRun(table);
+	SettleOncePerRun(table);
 
 	image->magic = kLeaseImageMagic;
 	image->change = table->last_change + 1;
@@ -392,6 +499,12 @@ MakeLeaseChangeDurable(LeaseTable *table, uint64 change, XLogRecPtr lsn)
 	}
 	else
 		XLogSetAsyncXactLSN(lsn);
+}
+
+void
+PublishLeaseChange(XLogRecPtr lsn)
+{
+	XLogSetAsyncXactLSN(lsn);
 }
 
 /*
@@ -453,6 +566,7 @@ ReplayLeaseRecord(XLogReaderState *record)
 	LeaseTable *table = RequireLeaseTable();
 
 	LWLockAcquire(table->lock, LW_EXCLUSIVE);
+	table->needs_bump = true;	/* a crash recovery, or a standby */
 	table->last_token = Max(table->last_token, image.token);
 	if (image.change > table->last_change)
 		table->last_change = image.change;

@@ -6,16 +6,23 @@
  * Every change of an entry (a grant, a renewal, a release) is a complete
  * new image of that entry, numbered by a server-wide change counter.  It is
  *	- written into $PGDATA/snowflake.lease_state, at the entry's own 512-byte
- *	  block, and fsynced (one fsync serves every change waiting for it), so
- *	  that a restart or a crash restart finds it, whatever WAL recovery
- *	  skips before the last checkpoint;
+ *	  block;
  *	- WAL-logged with the extension's resource manager, so standbys replay
- *	  it (and write their own file), and so a promoted standby knows it;
- *	  with synchronous standbys it is flushed and confirmed before the
- *	  caller sees it;
+ *	  it (and write their own file), and a promoted standby knows it;
  *	- published in shared memory.
  * Replay applies an image only if its change number is newer than the
  * entry's: the file and the WAL may each be ahead of the other.
+ *
+ * What must survive a crash or a failover before the caller sees it: a
+ * grant (its token and window) and a revocation.  Those are fsynced, and
+ * with synchronous standbys flushed and confirmed.  A renewal or a release
+ * by its holder is not waited for: after any start that did not follow a
+ * clean shutdown, and after a promotion, the first change "settles" the
+ * table, taking every lease not released to have been renewed then (its
+ * not_after moves to now + its window).  That covers whatever a lost
+ * renewal could have promised, and a lost release only keeps a worker id
+ * taken a little longer.  Block 0 (worker id 0 always belongs to
+ * sessions) holds a header saying whether the last shutdown was clean.
  *
  * None of it is transactional: once a caller could have seen a change, no
  * rollback undoes it.  Tokens come from a counter that the images carry,
@@ -97,6 +104,16 @@ static_assert(sizeof(LeaseImage) <= kLeaseBlockSize, "a lease image must fit its
 
 constexpr uint32 kLeaseImageMagic = 0x534c4531;	/* "SLE1" */
 
+/* Block 0 of the file. */
+struct LeaseFileHeader
+{
+	uint32		magic;			/* kLeaseHeaderMagic */
+	uint32		clean;			/* 1: written at a clean shutdown */
+	pg_crc32c	crc;
+};
+
+constexpr uint32 kLeaseHeaderMagic = 0x534c4831;	/* "SLH1" */
+
 struct LeaseEntry
 {
 	LeaseImage	image;
@@ -114,7 +131,8 @@ struct LeaseTable
 	uint64		last_change;	/* the largest change number applied */
 	pg_atomic_uint64 written_change;	/* in the file's page cache up to here */
 	uint64		synced_change;	/* fsynced up to here (under sync_lock) */
-	bool		relogged;		/* every entry logged again in this run */
+	bool		settled;		/* the first change of this run is done */
+	bool		needs_bump;		/* not a clean start: settling moves not_after */
 	LeaseEntry	entries[FLEXIBLE_ARRAY_MEMBER];
 };
 
@@ -141,9 +159,16 @@ uint64		CommitLeaseImage(LeaseTable *table, uint32 index, LeaseImage *image,
 /*
  * Returns once change "change" (record at "lsn") survives a crash: the
  * file is fsynced up to it and, with synchronous standbys, the WAL is
- * flushed and confirmed by them.  Call without the table's lock.
+ * flushed and confirmed by them.  For grants and revocations; call without
+ * the table's lock.
  */
 void		MakeLeaseChangeDurable(LeaseTable *table, uint64 change, XLogRecPtr lsn);
+
+/*
+ * For a renewal or a release by its holder: lets the WAL writer ship the
+ * record (at "lsn") to standbys soon, without waiting (see above).
+ */
+void		PublishLeaseChange(XLogRecPtr lsn);
 
 /*
  * Registers, once per backend, the exit callback that marks the backend's
