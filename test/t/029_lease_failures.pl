@@ -233,8 +233,28 @@ $node->start;
 is($node->safe_psql('postgres',
 		q{SELECT token, state, holder, expires_at, last_timestamp FROM snowflake_leases}),
 	$before, 'a lease taken with synchronous_commit = off survives a crash restart');
+# An immediate stop still ends the postmaster cleanly, fsyncing the lease
+# file: a backend killed with SIGKILL makes a crash that is not clean (the
+# test clusters run with restart_after_crash = off, so the postmaster
+# exits, and starts again below).  Renewals are not waited for, so one it lost could have moved a
+# lease's not_after up to the crash: the first change after it (the release
+# below) first moves the not_after of every lease not released a whole
+# window past that moment.
+my $before_kill = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
+my $victim = $node->background_psql('postgres');
+my $victim_pid = $victim->query_safe('SELECT pg_backend_pid()');
+my $kill_offset = -s $node->logfile;
+kill 'KILL', $victim_pid;
+$node->wait_for_log(qr/database system is shut down/, $kill_offset);
+eval { $victim->quit };
+$node->stop('immediate', fail_ok => 1);
+$node->start;
 # After the crash, the next grant's token is new: above every token before.
 $node->safe_psql('postgres', "SELECT snowflake_release_lease($async_token, NULL)");
+is($node->safe_psql('postgres', qq{
+SELECT not_after >= '$before_kill'::timestamptz + interval '10 minutes'
+  FROM snowflake_leases WHERE token = $async_token}),
+	't', 'after a crash, the first change moves an unreleased lease\'s not_after a window past it');
 my $after_crash_token = $node->safe_psql('postgres',
 	q{SELECT token FROM snowflake_lease_worker('after the crash', interval '1 minute')});
 ok($after_crash_token > $max_token,

@@ -395,7 +395,7 @@ snowflake_lease_worker(PG_FUNCTION_ARGS)
 	if (ttl_ms == 0)
 		WatchConnectionLeases();
 
-	LWLockAcquire(table->lock, LW_EXCLUSIVE);
+	LockLeaseTableForChange(table);
 	int64		now_ms = NowUnixMs();
 
 	for (uint32 i = 0; i < table->count; i++)
@@ -586,7 +586,7 @@ snowflake_renew_lease(PG_FUNCTION_ARGS)
 
 	CheckClientClock(PG_ARGISNULL(2) ? nullptr : &client_time, NowUnixMs(), kNoTimestamp);
 
-	LWLockAcquire(table->lock, LW_EXCLUSIVE);
+	LockLeaseTableForChange(table);
 	uint32		index = HeldLease(table, token, caller);
 	LeaseImage	image = table->entries[index].image;
 
@@ -631,7 +631,7 @@ snowflake_release_lease(PG_FUNCTION_ARGS)
 	LeaseTable *table = RequireLeaseTable();
 	int64		token = TokenArgument(fcinfo, caller);
 
-	LWLockAcquire(table->lock, LW_EXCLUSIVE);
+	LockLeaseTableForChange(table);
 	uint32		index = HeldLease(table, token, caller);
 	LeaseImage	image = table->entries[index].image;
 
@@ -768,7 +768,7 @@ snowflake_lease_import_v14(PG_FUNCTION_ARGS)
 	 * Only into a lease table that version 1.5 has not granted from yet: its
 	 * tokens and windows would clash with the old table's.
 	 */
-	LWLockAcquire(table->lock, LW_EXCLUSIVE);
+	LockLeaseTableForChange(table);
 	for (uint32 i = 0; i < table->count; i++)
 	{
 		const LeaseImage &current = table->entries[i].image;

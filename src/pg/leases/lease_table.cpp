@@ -435,12 +435,18 @@ SettleOncePerRun(LeaseTable *table)
 	seen_settled = true;
 }
 
+void
+LockLeaseTableForChange(LeaseTable *table)
+{
+	LWLockAcquire(table->lock, LW_EXCLUSIVE);
+	SettleOncePerRun(table);
+}
+
 uint64
 CommitLeaseImage(LeaseTable *table, uint32 index, LeaseImage *image, bool connected,
 				 XLogRecPtr *lsn)
 {
-	Assert(LWLockHeldByMeInMode(table->lock, LW_EXCLUSIVE));
-	SettleOncePerRun(table);
+	Assert(LWLockHeldByMeInMode(table->lock, LW_EXCLUSIVE) && table->settled);
 
 	image->magic = kLeaseImageMagic;
 	image->change = table->last_change + 1;

@@ -147,8 +147,15 @@ bool		ImageMatches(const LeaseImage &image, const snowflake::Layout &layout,
 						 int node_id);
 
 /*
+ * Takes the table's lock exclusively for a change, settling the table
+ * first if this is the first change of the run (see above): callers read
+ * the entries they change only after this.
+ */
+void		LockLeaseTableForChange(LeaseTable *table);
+
+/*
  * Makes "image" (a copy of the entry at "index", changed by the caller, who
- * holds the table's lock exclusively) the entry's new state: numbers it,
+ * took the lock with LockLeaseTableForChange()) the entry's new state: numbers it,
  * writes it into the file, WAL-logs it and publishes it.  Returns the
  * change number and sets *lsn to the record's position; the caller then
  * releases the lock and calls MakeLeaseChangeDurable().
