@@ -189,6 +189,28 @@ SELECT count(*) AS leases_before FROM snowflake_leases WHERE state = 'held' \gse
 SELECT (snowflake_lease_worker('app-12', interval '1 second')).*  \gset expanded_
 SELECT count(*) - :leases_before AS leases_taken FROM snowflake_leases WHERE state = 'held';
 SELECT snowflake_release_lease(:expanded_token, NULL) AS released;
+-- Another execution of the same statement, as in a loop, takes a lease of
+-- its own; so does another statement of one query string.
+DO $$
+DECLARE
+    first_token bigint;
+    second_token bigint;
+BEGIN
+    FOR i IN 1..2 LOOP
+        SELECT token INTO second_token FROM snowflake_lease_worker('loop', interval '1 minute');
+        first_token := coalesce(first_token, second_token);
+    END LOOP;
+    RAISE NOTICE 'two leases: %', first_token <> second_token;
+    PERFORM snowflake_release_lease(first_token, NULL);
+    PERFORM snowflake_release_lease(second_token, NULL);
+END
+$$;
+CREATE TEMP TABLE twice (token bigint);
+INSERT INTO twice SELECT token FROM snowflake_lease_worker('twice', interval '1 minute') \; INSERT INTO twice SELECT token FROM snowflake_lease_worker('twice', interval '1 minute');
+SELECT count(DISTINCT token) AS two_leases FROM twice;
+SELECT count(*) AS released
+  FROM snowflake_leases
+ WHERE CASE WHEN holder = 'twice' AND state = 'held' THEN snowflake_release_lease(token, NULL) END;
 
 -- Any database with the extension leases from the same lease table: the
 -- table belongs to the server.
