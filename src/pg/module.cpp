@@ -26,6 +26,7 @@ extern "C"
 #include "pg/layout/layout_file.hpp"
 #include "pg/leases/lease_space.hpp"
 #include "pg/leases/lease_table.hpp"
+#include "pg/planner/timestamp_rewrite.hpp"
 #include "pg/registry/node_registry.hpp"
 #include "pg/reservation/reservation.hpp"
 #include "pg/reservation/reservation_wal.hpp"
@@ -102,4 +103,5 @@ _PG_init(void)
 	InstallSharedStateHooks(InitSubsystemState);
 	/* After the shared state: its startup hook runs first, and so loads first. */
 	InstallLeaseTableHooks();
+	InstallTimestampRewrite();
 }

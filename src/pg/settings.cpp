@@ -260,6 +260,13 @@ DefineSettings(void)
 										  "this node_id."),
 							 nullptr, &g_settings.on_node_collision, kCollisionWarn,
 							 collision_policies, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+	DefineCustomBoolVariable("snowflake.rewrite_timestamp_comparisons",
+							 gettext_noop("Plans comparisons of snowflake_timestamp(id) as "
+										  "ranges of id."),
+							 gettext_noop("Lets indexes on id and partition pruning serve "
+										  "them; the result does not change."),
+							 &g_settings.rewrite_timestamp_comparisons, true,
+							 PGC_USERSET, 0, nullptr, nullptr, nullptr);
 
 	RefuseUnknownSettings();
 	for (const IntSetting &setting : int_settings)

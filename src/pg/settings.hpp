@@ -49,6 +49,12 @@ struct Settings
 	int			lease_workers;
 	int			lease_clock_tolerance_ms;
 	int			lease_connection_window_ms;
+
+	/*
+	 * Whether the planner turns comparisons of snowflake_timestamp(id) into
+	 * ranges of id (src/pg/planner/); per session.
+	 */
+	bool		rewrite_timestamp_comparisons;
 };
 
 /*

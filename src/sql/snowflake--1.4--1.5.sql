@@ -124,3 +124,91 @@ ALTER TABLE @extschema@.snowflake_layout
         CHECK (node_bits OPERATOR(pg_catalog.<=) 16
                AND worker_bits OPERATOR(pg_catalog.<=) 16
                AND sequence_bits OPERATOR(pg_catalog.<=) 24);
+
+-- Comparisons of an ID's timestamp, served by indexes on the ID.  The
+-- library's planner hook turns
+--     snowflake_timestamp(id) >= x
+-- into
+--     id >= snowflake_timestamp_lower_id(x, true) AND snowflake_timestamp_ge(id, x)
+-- (and the same for <, <=, =, >, and for (snowflake_decode(id)).ts), so a
+-- B-tree or BRIN index on id, partition pruning on id and id's statistics
+-- all serve it.  See src/pg/planner/README.md.
+
+-- The bounds: the smallest and largest IDs whose timestamp lies on one side
+-- of ts, under the layout history.  NULL when no ID does.  STABLE: they
+-- follow the history in snowflake_layout.
+CREATE FUNCTION @extschema@.snowflake_timestamp_lower_id(ts timestamptz, inclusive boolean)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'snowflake_timestamp_lower_id'
+LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION @extschema@.snowflake_timestamp_lower_id(timestamptz, boolean) IS
+    'Returns the smallest snowflake ID whose timestamp is at or after ts (after ts when not inclusive), or NULL';
+
+CREATE FUNCTION @extschema@.snowflake_timestamp_upper_id(ts timestamptz, inclusive boolean)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'snowflake_timestamp_upper_id'
+LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION @extschema@.snowflake_timestamp_upper_id(timestamptz, boolean) IS
+    'Returns the largest snowflake ID whose timestamp is at or before ts (before ts when not inclusive), or NULL';
+
+-- The rechecks: the comparison itself, kept beside the range.  Their
+-- support function gives them selectivity 1, since the range beside them
+-- carries the estimate.
+CREATE FUNCTION @extschema@.snowflake_timestamp_support(internal)
+RETURNS internal
+AS 'MODULE_PATHNAME', 'snowflake_timestamp_support'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION @extschema@.snowflake_timestamp_lt(id bigint, ts timestamptz)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_timestamp_lt'
+LANGUAGE C STABLE STRICT PARALLEL SAFE
+SUPPORT @extschema@.snowflake_timestamp_support;
+
+CREATE FUNCTION @extschema@.snowflake_timestamp_le(id bigint, ts timestamptz)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_timestamp_le'
+LANGUAGE C STABLE STRICT PARALLEL SAFE
+SUPPORT @extschema@.snowflake_timestamp_support;
+
+CREATE FUNCTION @extschema@.snowflake_timestamp_eq(id bigint, ts timestamptz)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_timestamp_eq'
+LANGUAGE C STABLE STRICT PARALLEL SAFE
+SUPPORT @extschema@.snowflake_timestamp_support;
+
+CREATE FUNCTION @extschema@.snowflake_timestamp_ge(id bigint, ts timestamptz)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_timestamp_ge'
+LANGUAGE C STABLE STRICT PARALLEL SAFE
+SUPPORT @extschema@.snowflake_timestamp_support;
+
+CREATE FUNCTION @extschema@.snowflake_timestamp_gt(id bigint, ts timestamptz)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_timestamp_gt'
+LANGUAGE C STABLE STRICT PARALLEL SAFE
+SUPPORT @extschema@.snowflake_timestamp_support;
+
+COMMENT ON FUNCTION @extschema@.snowflake_timestamp_lt(bigint, timestamptz) IS
+    'snowflake_timestamp(id) < ts; the planner''s recheck beside an ID range';
+COMMENT ON FUNCTION @extschema@.snowflake_timestamp_le(bigint, timestamptz) IS
+    'snowflake_timestamp(id) <= ts; the planner''s recheck beside an ID range';
+COMMENT ON FUNCTION @extschema@.snowflake_timestamp_eq(bigint, timestamptz) IS
+    'snowflake_timestamp(id) = ts; the planner''s recheck beside an ID range';
+COMMENT ON FUNCTION @extschema@.snowflake_timestamp_ge(bigint, timestamptz) IS
+    'snowflake_timestamp(id) >= ts; the planner''s recheck beside an ID range';
+COMMENT ON FUNCTION @extschema@.snowflake_timestamp_gt(bigint, timestamptz) IS
+    'snowflake_timestamp(id) > ts; the planner''s recheck beside an ID range';
+
+-- How many IDs a span of time covers under the layout in force now: the
+-- partition width, in IDs, of a table range-partitioned on its snowflake
+-- key (pg_partman's integer intervals; docs/partitioning.md).
+CREATE FUNCTION @extschema@.snowflake_id_interval(span interval)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'snowflake_id_interval'
+LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION @extschema@.snowflake_id_interval(interval) IS
+    'Returns the number of snowflake IDs that a span of time covers under the layout in force now';

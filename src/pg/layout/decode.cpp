@@ -13,6 +13,7 @@ extern "C"
 #include "utils/timestamp.h"
 }
 
+#include "pg/layout/decode.hpp"
 #include "pg/layout/layout_registry.hpp"
 #include "pg/shared_state.hpp"
 #include "pg/timestamps.hpp"
@@ -73,12 +74,18 @@ snowflake_decode(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }
 
+TimestampTz
+IdTimestamp(Oid fn_oid, int64 id)
+{
+	const snowflake::Layout *layout;
+	snowflake::IdParts parts = DecodeId(fn_oid, id, &layout);
+
+	return UnixMsToTimestampTz(layout->epoch_ms + parts.timestamp);
+}
+
 /* The timestamp alone: no row to build, for filters and sort keys. */
 extern "C" Datum
 snowflake_timestamp(PG_FUNCTION_ARGS)
 {
-	const snowflake::Layout *layout;
-	snowflake::IdParts parts = DecodeId(fcinfo->flinfo->fn_oid, PG_GETARG_INT64(0), &layout);
-
-	PG_RETURN_TIMESTAMPTZ(UnixMsToTimestampTz(layout->epoch_ms + parts.timestamp));
+	PG_RETURN_TIMESTAMPTZ(IdTimestamp(fcinfo->flinfo->fn_oid, PG_GETARG_INT64(0)));
 }

@@ -35,11 +35,8 @@ extern "C"
 
 namespace {
 
-struct HistoryEntry
-{
-	int64		first_id;
-	snowflake::Layout layout;
-};
+/* A row of snowflake_layout: IDs from first_id on use the layout. */
+using HistoryEntry = snowflake::LayoutSegment;
 
 /* Where the running layout stands against the recorded history. */
 enum class Standing
@@ -52,7 +49,8 @@ enum class Standing
 
 constexpr int kMaxHistory = 64;
 
-HistoryEntry history[kMaxHistory];
+/* One more than the table can hold: the running, unrecorded successor. */
+HistoryEntry history[kMaxHistory + 1];
 int			history_len = 0;
 Standing	standing = Standing::kUnrecorded;
 int64		successor_first_id = 0;
@@ -374,4 +372,28 @@ LayoutForUnixMs(Oid fn_oid, int64 unix_ms)
 	while (i > 0 && StartUnixMs(history[i].layout, history[i].first_id) > unix_ms)
 		i--;
 	return history[i].layout;
+}
+
+int
+LayoutSegmentsForIds(Oid fn_oid, const snowflake::LayoutSegment **segments)
+{
+	LoadHistory(fn_oid);
+	if (standing == Standing::kUnrecorded)
+	{
+		static snowflake::LayoutSegment running_only;
+
+		running_only.first_id = 0;
+		running_only.layout = g_settings.layout;
+		*segments = &running_only;
+		return 1;
+	}
+	*segments = history;
+	if (standing == Standing::kSuccessor)
+	{
+		/* Past the table's rows, so a later load overwrites it. */
+		history[history_len].first_id = successor_first_id;
+		history[history_len].layout = g_settings.layout;
+		return history_len + 1;
+	}
+	return history_len;
 }

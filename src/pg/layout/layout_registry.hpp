@@ -23,6 +23,7 @@ extern "C"
 }
 
 #include "core/layout.hpp"
+#include "core/time_range.hpp"
 
 /*
  * True while the running layout is known to be recorded in this database
@@ -49,6 +50,13 @@ const snowflake::Layout &LayoutForId(Oid fn_oid, int64 id);
  * oldest one for earlier times).
  */
 const snowflake::Layout &LayoutForUnixMs(Oid fn_oid, int64 unix_ms);
+
+/*
+ * The segments LayoutForId() decodes with, in ID order: the history as of
+ * this transaction, plus the running layout when it is a provable, not yet
+ * recorded successor.  Valid until the next call into this file.
+ */
+int			LayoutSegmentsForIds(Oid fn_oid, const snowflake::LayoutSegment **segments);
 
 /* "epoch …, N node bits, …", for messages. */
 char	   *DescribeLayout(const snowflake::Layout &layout);

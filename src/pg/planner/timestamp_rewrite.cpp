@@ -1,0 +1,297 @@
+/*
+ * timestamp_rewrite.cpp
+ *	  The planner hook that turns a comparison of an ID's timestamp into a
+ *	  range of the ID.
+ *
+ * PostgreSQL gives a support function no way to see the comparison around
+ * a call (snowflake_timestamp(id) >= x is an OpExpr of timestamptz's own
+ * operator, and only that operator's function is asked for index
+ * conditions), so the rewrite happens here, before standard_planner:
+ *
+ *	  snowflake_timestamp(id) >= x
+ * becomes
+ *	  id >= snowflake_timestamp_lower_id(x, true)
+ *	  AND snowflake_timestamp_ge(id, x)
+ *
+ * The range is plain bigint comparisons on id, which B-tree and BRIN
+ * indexes, partition pruning and id's statistics all understand.  The
+ * recheck is the comparison itself, whose selectivity is 1 because the
+ * range already carries the estimate.  Only WHERE and JOIN ... ON are
+ * rewritten, in every query level; the expression compared with must not be
+ * volatile, since it is now evaluated more than once.
+ */
+extern "C"
+{
+#include "postgres.h"
+
+#include "access/stratnum.h"
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"	/* contain_volatile_functions */
+#include "optimizer/planner.h"
+#include "utils/lsyscache.h"
+}
+
+#include "pg/planner/extension_functions.hpp"
+#include "pg/planner/timestamp_rewrite.hpp"
+#include "pg/settings.hpp"
+
+/*
+ * PostgreSQL 16 made the tree walkers macros that cast their callback;
+ * before, they take an unprototyped function pointer.  copyObject() uses
+ * typeof, which C++ lacks.
+ */
+#if PG_VERSION_NUM >= 160000
+#define AS_WALKER(fn) (fn)
+#define AS_MUTATOR(fn) (fn)
+#else
+/* Through void (*)(void), which -Wcast-function-type lets match any type. */
+#define AS_WALKER(fn) reinterpret_cast<bool (*)()>(reinterpret_cast<void (*)(void)>(fn))
+#define AS_MUTATOR(fn) reinterpret_cast<Node *(*)()>(reinterpret_cast<void (*)(void)>(fn))
+#endif
+
+namespace {
+
+Node *
+CopyNode(const Node *node)
+{
+	return static_cast<Node *>(copyObjectImpl(node));
+}
+
+planner_hook_type previous_planner_hook = nullptr;
+
+/* The ID inside snowflake_timestamp(id) or (snowflake_decode(id)).ts. */
+Node *
+TimestampedId(const ExtensionFunctions &fns, Node *node)
+{
+	if (IsA(node, FuncExpr))
+	{
+		FuncExpr   *call = castNode(FuncExpr, node);
+
+		if (call->funcid == fns.timestamp && list_length(call->args) == 1)
+			return static_cast<Node *>(linitial(call->args));
+		return nullptr;
+	}
+	if (IsA(node, FieldSelect))
+	{
+		FieldSelect *field = castNode(FieldSelect, node);
+
+		/* ts is the first column of snowflake_decode()'s result. */
+		if (field->fieldnum == 1 && IsA(field->arg, FuncExpr))
+		{
+			FuncExpr   *call = castNode(FuncExpr, field->arg);
+
+			if (call->funcid == fns.decode && list_length(call->args) == 1)
+				return static_cast<Node *>(linitial(call->args));
+		}
+	}
+	return nullptr;
+}
+
+/* Whether an expression may be copied into the rewrite. */
+bool
+BlocksCopyWalker(Node *node, void *context)
+{
+	if (node == nullptr)
+		return false;
+	/* Each copy would be a separate subplan or aggregate. */
+	if (IsA(node, SubLink) || IsA(node, SubPlan) || IsA(node, Aggref) ||
+		IsA(node, WindowFunc) || IsA(node, GroupingFunc))
+		return true;
+	return expression_tree_walker(node, AS_WALKER(BlocksCopyWalker), context);
+}
+
+bool
+CanCopy(Node *node)
+{
+	return !BlocksCopyWalker(node, nullptr) && !contain_volatile_functions(node);
+}
+
+int
+Commuted(int strategy)
+{
+	switch (strategy)
+	{
+		case BTLessStrategyNumber:
+			return BTGreaterStrategyNumber;
+		case BTLessEqualStrategyNumber:
+			return BTGreaterEqualStrategyNumber;
+		case BTGreaterEqualStrategyNumber:
+			return BTLessEqualStrategyNumber;
+		case BTGreaterStrategyNumber:
+			return BTLessStrategyNumber;
+		default:
+			return strategy;
+	}
+}
+
+Expr *
+BoundCall(Oid function, Node *ts, bool inclusive)
+{
+	Node	   *inclusive_arg = makeBoolConst(inclusive, false);
+
+	return reinterpret_cast<Expr *>(makeFuncExpr(function, INT8OID,
+												 list_make2(CopyNode(ts), inclusive_arg),
+												 InvalidOid, InvalidOid,
+												 COERCE_EXPLICIT_CALL));
+}
+
+Expr *
+IdComparison(Oid op, Node *id, Expr *bound, int location)
+{
+	Expr	   *clause = make_opclause(op, BOOLOID, false,
+									   reinterpret_cast<Expr *>(CopyNode(id)), bound,
+									   InvalidOid, InvalidOid);
+
+	castNode(OpExpr, clause)->location = location;
+	return clause;
+}
+
+/*
+ * The rewrite of one comparison, or nullptr to leave it alone.
+ */
+Node *
+RewriteComparison(const ExtensionFunctions &fns, OpExpr *op)
+{
+	Oid			left_type,
+				right_type;
+
+	if (list_length(op->args) != 2)
+		return nullptr;
+	op_input_types(op->opno, &left_type, &right_type);
+	if (left_type != TIMESTAMPTZOID || right_type != TIMESTAMPTZOID)
+		return nullptr;
+
+	int			strategy = get_op_opfamily_strategy(op->opno, fns.timestamptz_family);
+
+	if (strategy < BTLessStrategyNumber || strategy > BTGreaterStrategyNumber)
+		return nullptr;
+
+	Node	   *id = TimestampedId(fns, static_cast<Node *>(linitial(op->args)));
+	Node	   *ts = static_cast<Node *>(lsecond(op->args));
+
+	if (id == nullptr)
+	{
+		id = TimestampedId(fns, static_cast<Node *>(lsecond(op->args)));
+		ts = static_cast<Node *>(linitial(op->args));
+		strategy = Commuted(strategy);
+	}
+	if (id == nullptr || !CanCopy(id) || !CanCopy(ts))
+		return nullptr;
+
+	List	   *clauses = NIL;
+
+	if (strategy == BTGreaterStrategyNumber || strategy == BTGreaterEqualStrategyNumber ||
+		strategy == BTEqualStrategyNumber)
+		clauses = lappend(clauses,
+						  IdComparison(fns.int8_ge, id,
+									   BoundCall(fns.lower_id, ts,
+												 strategy != BTGreaterStrategyNumber),
+									   op->location));
+	if (strategy == BTLessStrategyNumber || strategy == BTLessEqualStrategyNumber ||
+		strategy == BTEqualStrategyNumber)
+		clauses = lappend(clauses,
+						  IdComparison(fns.int8_le, id,
+									   BoundCall(fns.upper_id, ts,
+												 strategy != BTLessStrategyNumber),
+									   op->location));
+	clauses = lappend(clauses,
+					  makeFuncExpr(fns.recheck[strategy], BOOLOID,
+								   list_make2(CopyNode(id), CopyNode(ts)),
+								   InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL));
+	return reinterpret_cast<Node *>(make_andclause(clauses));
+}
+
+Node *
+RewriteQualMutator(Node *node, void *context)
+{
+	if (node == nullptr)
+		return nullptr;
+	/* A sublink's query is rewritten as a query level of its own. */
+	if (IsA(node, Query))
+		return node;
+	if (IsA(node, OpExpr))
+	{
+		Node	   *rewritten = RewriteComparison(*static_cast<const ExtensionFunctions *>(context),
+												  castNode(OpExpr, node));
+
+		if (rewritten != nullptr)
+			return rewritten;
+	}
+	return expression_tree_mutator(node, AS_MUTATOR(RewriteQualMutator), context);
+}
+
+Node *
+RewriteQual(const ExtensionFunctions &fns, Node *qual)
+{
+	return RewriteQualMutator(qual, const_cast<ExtensionFunctions *>(&fns));
+}
+
+void
+RewriteJoinTree(const ExtensionFunctions &fns, Node *node)
+{
+	if (node == nullptr)
+		return;
+	if (IsA(node, FromExpr))
+	{
+		FromExpr   *from = castNode(FromExpr, node);
+		ListCell   *cell;
+
+		from->quals = RewriteQual(fns, from->quals);
+		foreach(cell, from->fromlist)
+			RewriteJoinTree(fns, static_cast<Node *>(lfirst(cell)));
+	}
+	else if (IsA(node, JoinExpr))
+	{
+		JoinExpr   *join = castNode(JoinExpr, node);
+
+		join->quals = RewriteQual(fns, join->quals);
+		RewriteJoinTree(fns, join->larg);
+		RewriteJoinTree(fns, join->rarg);
+	}
+}
+
+/* Visits every query level: subqueries in FROM, CTEs and sublinks. */
+bool
+RewriteQueryWalker(Node *node, void *context)
+{
+	if (node == nullptr)
+		return false;
+	if (IsA(node, Query))
+	{
+		Query	   *query = castNode(Query, node);
+
+		RewriteJoinTree(*static_cast<const ExtensionFunctions *>(context),
+						reinterpret_cast<Node *>(query->jointree));
+		return query_tree_walker(query, AS_WALKER(RewriteQueryWalker), context, 0);
+	}
+	return expression_tree_walker(node, AS_WALKER(RewriteQueryWalker), context);
+}
+
+PlannedStmt *
+SnowflakePlanner(Query *parse, const char *query_string, int cursor_options,
+				 ParamListInfo bound_params)
+{
+	if (g_settings.rewrite_timestamp_comparisons)
+	{
+		const ExtensionFunctions *fns = CurrentExtensionFunctions();
+
+		/* The planner may scribble on its input: rewrite in place. */
+		if (fns != nullptr)
+			(void) RewriteQueryWalker(reinterpret_cast<Node *>(parse),
+									  const_cast<ExtensionFunctions *>(fns));
+	}
+	if (previous_planner_hook != nullptr)
+		return previous_planner_hook(parse, query_string, cursor_options, bound_params);
+	return standard_planner(parse, query_string, cursor_options, bound_params);
+}
+
+}							/* namespace */
+
+void
+InstallTimestampRewrite(void)
+{
+	previous_planner_hook = planner_hook;
+	planner_hook = SnowflakePlanner;
+}
