@@ -60,6 +60,27 @@ ALTER EXTENSION snowflake UPDATE TO '1.4';
 SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
 SELECT object FROM extension_objects ORDER BY 1;
 
+-- Under 1.4 the planner's rewrite has no functions to call.  Functions of
+-- the same names planted in the extension's schema are not members of the
+-- extension, so the planner hook never puts them into a query.
+CREATE TABLE rewrite_probe (id bigint PRIMARY KEY);
+CREATE FUNCTION snowflake_timestamp_lower_id(timestamptz, boolean) RETURNS bigint
+LANGUAGE sql STABLE AS 'SELECT 0::bigint';
+CREATE FUNCTION snowflake_timestamp_upper_id(timestamptz, boolean) RETURNS bigint
+LANGUAGE sql STABLE AS 'SELECT 9223372036854775807::bigint';
+CREATE FUNCTION snowflake_timestamp_lt(bigint, timestamptz) RETURNS boolean LANGUAGE sql STABLE AS 'SELECT true';
+CREATE FUNCTION snowflake_timestamp_le(bigint, timestamptz) RETURNS boolean LANGUAGE sql STABLE AS 'SELECT true';
+CREATE FUNCTION snowflake_timestamp_eq(bigint, timestamptz) RETURNS boolean LANGUAGE sql STABLE AS 'SELECT true';
+CREATE FUNCTION snowflake_timestamp_ge(bigint, timestamptz) RETURNS boolean LANGUAGE sql STABLE AS 'SELECT true';
+CREATE FUNCTION snowflake_timestamp_gt(bigint, timestamptz) RETURNS boolean LANGUAGE sql STABLE AS 'SELECT true';
+EXPLAIN (COSTS OFF)
+SELECT * FROM rewrite_probe WHERE snowflake_timestamp(id) >= '2026-01-01 00:00:00+00';
+DROP FUNCTION snowflake_timestamp_lower_id(timestamptz, boolean),
+              snowflake_timestamp_upper_id(timestamptz, boolean),
+              snowflake_timestamp_lt(bigint, timestamptz), snowflake_timestamp_le(bigint, timestamptz),
+              snowflake_timestamp_eq(bigint, timestamptz), snowflake_timestamp_ge(bigint, timestamptz),
+              snowflake_timestamp_gt(bigint, timestamptz);
+
 -- Under library 1.5, the SQL lease functions of 1.4 refuse: two sources
 -- would hand out one worker id twice.
 \set VERBOSITY terse
@@ -98,6 +119,13 @@ SELECT worker_id, token, state, holder, holder_role, ttl, not_before, not_after,
 ALTER EXTENSION snowflake UPDATE TO '1.5';
 SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
 SELECT object FROM extension_objects ORDER BY 1;
+-- Under 1.5 the same query is rewritten into a range of id and a recheck.
+SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF)
+SELECT * FROM rewrite_probe WHERE snowflake_timestamp(id) >= '2026-01-01 00:00:00+00';
+RESET enable_bitmapscan;
+DROP TABLE rewrite_probe;
+
 -- No function of the extension runs with rights other than its caller's,
 -- and only snowflake_convert_column() pins its search_path.
 SELECT proname, prosecdef, proconfig FROM extension_functions
