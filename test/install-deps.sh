@@ -25,6 +25,7 @@ packages=(
 	shellcheck                # the lint of the shell scripts
 	faketime                  # libfaketime, for clock-fault TAP tests
 	postgresql-15-pglogical   # two-node multi-primary TAP tests (012, 014)
+	postgresql-15-partman     # pg_partman 4.7, the partman recipe of 034_partitioning.pl
 	# The clients tier (test/clients/):
 	python3-psycopg           # psycopg 3
 	python3-psycopg2          # the driver SQLAlchemy 1.4 and Django 3.2 use
