@@ -59,19 +59,35 @@ DecodeId(Oid fn_oid, int64 id, const snowflake::Layout **layout_out)
 extern "C" Datum
 snowflake_decode(PG_FUNCTION_ARGS)
 {
-	TupleDesc	tupdesc;
 	Datum		values[4];
 	bool		nulls[4] = {false, false, false, false};
 	const snowflake::Layout *layout;
 	snowflake::IdParts parts = DecodeId(fcinfo->flinfo->fn_oid, PG_GETARG_INT64(0), &layout);
 
-	if (get_call_result_type(fcinfo, nullptr, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
+	/*
+	 * The row type is looked up and blessed once per call site, not per
+	 * row: it cost more than the decode itself.
+	 */
+	TupleDesc	tupdesc = static_cast<TupleDesc>(fcinfo->flinfo->fn_extra);
+
+	if (tupdesc == nullptr)
+	{
+		TupleDesc	looked_up;
+
+		if (get_call_result_type(fcinfo, nullptr, &looked_up) != TYPEFUNC_COMPOSITE)
+			elog(ERROR, "return type must be a row type");
+
+		MemoryContext previous = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+
+		tupdesc = BlessTupleDesc(CreateTupleDescCopy(looked_up));
+		MemoryContextSwitchTo(previous);
+		fcinfo->flinfo->fn_extra = tupdesc;
+	}
 	values[0] = TimestampTzGetDatum(UnixMsToTimestampTz(layout->epoch_ms + parts.timestamp));
 	values[1] = Int32GetDatum(static_cast<int32>(parts.node_id));
 	values[2] = Int32GetDatum(static_cast<int32>(parts.worker_id));
 	values[3] = Int32GetDatum(static_cast<int32>(parts.sequence));
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
 TimestampTz
