@@ -50,8 +50,8 @@ LowestIdFromMs(const LayoutSegment *segments, int count, int64_t unix_ms)
 {
 	for (int i = 0; i < count; i++)
 	{
-		int64_t		lo,
-					hi;
+		int64_t		lo;
+		int64_t		hi;
 
 		SegmentIds(segments, count, i, &lo, &hi);
 		if (hi < lo)
@@ -81,8 +81,8 @@ HighestIdUntilMs(const LayoutSegment *segments, int count, int64_t unix_ms)
 {
 	for (int i = count - 1; i >= 0; i--)
 	{
-		int64_t		lo,
-					hi;
+		int64_t		lo;
+		int64_t		hi;
 
 		SegmentIds(segments, count, i, &lo, &hi);
 		if (hi < lo)

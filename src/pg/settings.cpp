@@ -265,8 +265,8 @@ DefineSettings(void)
 										  "ranges of id."),
 							 gettext_noop("Lets indexes on id and partition pruning serve "
 										  "them; the result does not change."),
-							 &g_settings.rewrite_timestamp_comparisons, true,
-							 PGC_USERSET, 0, nullptr, nullptr, nullptr);
+							 &g_settings.rewrite_timestamp_comparisons, true, PGC_USERSET,
+							 0, nullptr, nullptr, nullptr);
 
 	RefuseUnknownSettings();
 	for (const IntSetting &setting : int_settings)

@@ -86,10 +86,8 @@ MemberFunction(Oid extension, Oid schema, const char *name, Oid arg0, Oid arg1, 
 {
 	Oid			args[2] = {arg0, arg1};
 	oidvector  *signature = buildoidvector(args, nargs);
-	Oid			function = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid,
-										   CStringGetDatum(name),
-										   PointerGetDatum(signature),
-										   ObjectIdGetDatum(schema));
+	Oid			function = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid, CStringGetDatum(name),
+								   PointerGetDatum(signature), ObjectIdGetDatum(schema));
 
 	if (!OidIsValid(function) ||
 		getExtensionOfObject(ProcedureRelationId, function) != extension)
@@ -115,8 +113,10 @@ LookUp(ExtensionFunctions *out)
 		"snowflake_timestamp_gt",
 	};
 
-	out->timestamp = MemberFunction(extension, schema, "snowflake_timestamp", INT8OID, InvalidOid, 1);
-	out->decode = MemberFunction(extension, schema, "snowflake_decode", INT8OID, InvalidOid, 1);
+	out->timestamp = MemberFunction(extension, schema, "snowflake_timestamp", INT8OID,
+									InvalidOid, 1);
+	out->decode = MemberFunction(extension, schema, "snowflake_decode", INT8OID, InvalidOid,
+								 1);
 	out->lower_id = MemberFunction(extension, schema, "snowflake_timestamp_lower_id",
 								   TIMESTAMPTZOID, BOOLOID, 2);
 	out->upper_id = MemberFunction(extension, schema, "snowflake_timestamp_upper_id",
@@ -133,8 +133,8 @@ LookUp(ExtensionFunctions *out)
 			return false;
 	}
 
-	out->timestamptz_family =
-		get_opclass_family(GetDefaultOpClass(TIMESTAMPTZOID, BTREE_AM_OID));
+	out->timestamptz_family = get_opclass_family(
+		GetDefaultOpClass(TIMESTAMPTZOID, BTREE_AM_OID));
 	out->int8_ge = get_opfamily_member(INTEGER_BTREE_FAM_OID, INT8OID, INT8OID,
 									   BTGreaterEqualStrategyNumber);
 	out->int8_le = get_opfamily_member(INTEGER_BTREE_FAM_OID, INT8OID, INT8OID,

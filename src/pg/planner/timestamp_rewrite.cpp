@@ -48,7 +48,10 @@ extern "C"
 #else
 /* Through void (*)(void), which -Wcast-function-type lets match any type. */
 #define AS_WALKER(fn) reinterpret_cast<bool (*)()>(reinterpret_cast<void (*)(void)>(fn))
-#define AS_MUTATOR(fn) reinterpret_cast<Node *(*)()>(reinterpret_cast<void (*)(void)>(fn))
+typedef Node *MutatorResult;
+using MutatorWithoutPrototype = MutatorResult (*)();
+#define AS_MUTATOR(fn) \
+	reinterpret_cast<MutatorWithoutPrototype>(reinterpret_cast<void (*)(void)>(fn))
 #endif
 
 namespace {
@@ -131,18 +134,16 @@ BoundCall(Oid function, Node *ts, bool inclusive)
 {
 	Node	   *inclusive_arg = makeBoolConst(inclusive, false);
 
-	return reinterpret_cast<Expr *>(makeFuncExpr(function, INT8OID,
-												 list_make2(CopyNode(ts), inclusive_arg),
-												 InvalidOid, InvalidOid,
-												 COERCE_EXPLICIT_CALL));
+	return reinterpret_cast<Expr *>(
+		makeFuncExpr(function, INT8OID, list_make2(CopyNode(ts), inclusive_arg), InvalidOid,
+					 InvalidOid, COERCE_EXPLICIT_CALL));
 }
 
 Expr *
 IdComparison(Oid op, Node *id, Expr *bound, int location)
 {
-	Expr	   *clause = make_opclause(op, BOOLOID, false,
-									   reinterpret_cast<Expr *>(CopyNode(id)), bound,
-									   InvalidOid, InvalidOid);
+	Expr	   *clause = make_opclause(op, BOOLOID, false, reinterpret_cast<Expr *>(CopyNode(id)),
+								 bound, InvalidOid, InvalidOid);
 
 	castNode(OpExpr, clause)->location = location;
 	return clause;
@@ -154,8 +155,8 @@ IdComparison(Oid op, Node *id, Expr *bound, int location)
 Node *
 RewriteComparison(const ExtensionFunctions &fns, OpExpr *op)
 {
-	Oid			left_type,
-				right_type;
+	Oid			left_type;
+	Oid			right_type;
 
 	if (list_length(op->args) != 2)
 		return nullptr;
@@ -198,8 +199,8 @@ RewriteComparison(const ExtensionFunctions &fns, OpExpr *op)
 									   op->location));
 	clauses = lappend(clauses,
 					  makeFuncExpr(fns.recheck[strategy], BOOLOID,
-								   list_make2(CopyNode(id), CopyNode(ts)),
-								   InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL));
+								   list_make2(CopyNode(id), CopyNode(ts)), InvalidOid,
+								   InvalidOid, COERCE_EXPLICIT_CALL));
 	return reinterpret_cast<Node *>(make_andclause(clauses));
 }
 
@@ -213,8 +214,8 @@ RewriteQualMutator(Node *node, void *context)
 		return node;
 	if (IsA(node, OpExpr))
 	{
-		Node	   *rewritten = RewriteComparison(*static_cast<const ExtensionFunctions *>(context),
-												  castNode(OpExpr, node));
+		const ExtensionFunctions &fns = *static_cast<const ExtensionFunctions *>(context);
+		Node	   *rewritten = RewriteComparison(fns, castNode(OpExpr, node));
 
 		if (rewritten != nullptr)
 			return rewritten;
@@ -236,11 +237,9 @@ RewriteJoinTree(const ExtensionFunctions &fns, Node *node)
 	if (IsA(node, FromExpr))
 	{
 		FromExpr   *from = castNode(FromExpr, node);
-		ListCell   *cell;
-
 		from->quals = RewriteQual(fns, from->quals);
-		foreach(cell, from->fromlist)
-			RewriteJoinTree(fns, static_cast<Node *>(lfirst(cell)));
+		for (int i = 0; i < list_length(from->fromlist); i++)
+			RewriteJoinTree(fns, static_cast<Node *>(list_nth(from->fromlist, i)));
 	}
 	else if (IsA(node, JoinExpr))
 	{
