@@ -49,6 +49,7 @@ struct Settings
 	int			lease_workers;
 	int			lease_clock_tolerance_ms;
 	int			lease_connection_window_ms;
+	bool		allow_connection_leases;	/* changeable on reload */
 
 	/*
 	 * Whether the planner turns comparisons of snowflake_timestamp(id) into

@@ -212,3 +212,36 @@ LANGUAGE C STABLE STRICT PARALLEL SAFE;
 
 COMMENT ON FUNCTION @extschema@.snowflake_id_interval(interval) IS
     'Returns the number of snowflake IDs that a span of time covers under the layout in force now';
+
+-- What a multi-primary setup must replicate between its nodes: every
+-- permanent table of the database that no extension owns, and the node
+-- registry snowflake_nodes, never snowflake_layout (each node keeps its own
+-- layout history).  For CREATE PUBLICATION … FOR TABLE, which PostgreSQL's
+-- own logical replication needs, since FOR ALL TABLES would also carry
+-- snowflake_layout (docs/multi-primary.md).  Partitioned tables are listed
+-- by their root, and their partitions not.  It runs with the caller's
+-- rights, under a pinned search_path, with every name qualified.
+CREATE FUNCTION @extschema@.snowflake_publication_tables()
+RETURNS SETOF regclass
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT c.oid::pg_catalog.regclass
+  FROM pg_catalog.pg_class AS c
+  JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+ WHERE c.relkind OPERATOR(pg_catalog.=) ANY (ARRAY['r', 'p']::"char"[])
+   AND c.relpersistence OPERATOR(pg_catalog.=) 'p'::"char"
+   AND NOT c.relispartition
+   AND n.nspname OPERATOR(pg_catalog.<>) ALL (ARRAY['pg_catalog', 'information_schema']::name[])
+   AND n.nspname OPERATOR(pg_catalog.!~) '^pg_'::text
+   AND (c.oid OPERATOR(pg_catalog.=) '@extschema@.snowflake_nodes'::pg_catalog.regclass
+        OR NOT EXISTS (SELECT FROM pg_catalog.pg_depend AS d
+                        WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+                          AND d.objid OPERATOR(pg_catalog.=) c.oid
+                          AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+                          AND d.deptype OPERATOR(pg_catalog.=) 'e'::"char"))
+ ORDER BY n.nspname, c.relname
+$$;
+
+COMMENT ON FUNCTION @extschema@.snowflake_publication_tables() IS
+    'Returns the tables a multi-primary setup must replicate: the database''s own tables and snowflake_nodes, never snowflake_layout';

@@ -127,7 +127,8 @@ RESET enable_bitmapscan;
 DROP TABLE rewrite_probe;
 
 -- No function of the extension runs with rights other than its caller's,
--- and only snowflake_convert_column() pins its search_path.
+-- and only snowflake_convert_column() and snowflake_publication_tables() pin
+-- their search_path.
 SELECT proname, prosecdef, proconfig FROM extension_functions
  WHERE prosecdef OR proconfig IS NOT NULL ORDER BY 1;
 

@@ -370,6 +370,20 @@ snowflake_lease_worker(PG_FUNCTION_ARGS)
 																IntervalPGetDatum(ttl)))),
 					 errhint("Pass NULL for a lease held as long as the connection.")));
 	}
+	/*
+	 * Behind a pooler a server connection outlives its clients and serves
+	 * many: a lease tied to it is no client's.  The operator can refuse
+	 * them for the whole server.
+	 */
+	if (ttl_ms == 0 && !g_settings.allow_connection_leases)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("connection-scoped snowflake leases are turned off on this server"),
+				 errdetail("snowflake.allow_connection_leases is off, as behind a "
+						   "transaction-mode connection pooler, where a server connection "
+						   "serves many clients and outlives each of them."),
+				 errhint("Pass a ttl, such as interval '1 minute', for a time-scoped lease, "
+						 "and renew it with its token before it ends.")));
 	if (g_settings.lease_workers == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -505,7 +519,8 @@ HeldLease(LeaseTable *table, int64 token, const char *caller)
 						static_cast<long long>(token)),
 				 errdetail("A connection-scoped lease is held by the connection that took it, "
 						   "and ends with it."),
-				 errhint("Call %s on that connection.", caller)));
+				 errhint("Call %s on that connection. Behind a connection pooler, take "
+						 "time-scoped leases (with a ttl) instead.", caller)));
 	return index;
 }
 
