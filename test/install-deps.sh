@@ -26,6 +26,8 @@ packages=(
 	faketime                  # libfaketime, for clock-fault TAP tests
 	postgresql-15-pglogical   # two-node multi-primary TAP tests (012, 014)
 	postgresql-15-partman     # pg_partman 4.7, the partman recipe of 034_partitioning.pl
+	postgresql-15-auto-failover # pg_auto_failover 2.0 and pg_autoctl, for 037_pg_auto_failover.pl
+	pgbouncer                 # 036_pgbouncer.pl starts its own, in transaction mode
 	# The clients tier (test/clients/):
 	python3-psycopg           # psycopg 3
 	python3-psycopg2          # the driver SQLAlchemy 1.4 and Django 3.2 use
@@ -52,6 +54,21 @@ if [ ${#missing[@]} -gt 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	# Where services start, Debian's pgbouncer starts one on port 6432 and
+	# enables it; the test needs none, so stop it and keep it from starting.
+	# (systemctl disables offline too, the unit's and the init script's links.)
+	if [[ " ${missing[*]} " == *" pgbouncer "* ]]; then
+		if [ -d /run/systemd/system ]; then
+			systemctl stop pgbouncer.service >/dev/null 2>&1 || true
+		elif [ -x /etc/init.d/pgbouncer ]; then
+			/etc/init.d/pgbouncer stop >/dev/null 2>&1 || true
+		fi
+		if command -v systemctl >/dev/null 2>&1; then
+			systemctl disable pgbouncer.service >/dev/null 2>&1 || true
+		else
+			update-rc.d pgbouncer disable >/dev/null 2>&1 || true
+		fi
+	fi
 fi
 
 # node-postgres, into the tree (test/clients/node/node_modules), exactly as
