@@ -1,0 +1,703 @@
+# snowflake IDs on two primaries that replicate to each other with
+# PostgreSQL's own logical replication, set up as docs/multi-primary.md
+# describes ("A two-node cluster with PostgreSQL's logical replication"):
+# node ids 1 and 2, each node publishing FOR TABLE the tables that
+# snowflake_publication_tables() lists, and subscribing to the other with
+# origin = none and copy_data = false.  origin = none needs PostgreSQL 16,
+# so on 15 the test is skipped.
+#
+# 1. The publication holds exactly the tables the function lists: the
+#    database's own permanent tables (a partitioned table by its root, not
+#    an unlogged table) and snowflake_nodes, never snowflake_layout, which
+#    FOR ALL TABLES would carry.
+# 2. Heartbeats replicate: each node sees the other's running instance in
+#    snowflake_nodes, its beat count growing, and no collision.
+# 3. Four sessions on each node, released at once by a gate (an advisory
+#    lock the test holds), insert 10,000 rows each, one per transaction.
+#    Both nodes end with the same 80,000 rows, every ID is unique, decodes
+#    to the node that made it, and each session's IDs increase.  Rows of a
+#    partitioned table replicate into the other node's partitions.
+# 4. Node 2 is restarted with node 1's id: both nodes detect the collision
+#    (node_collision, a WARNING naming the other instance), and with
+#    snowflake.on_node_collision = error refuse IDs with SQLSTATE 55000.
+#    Node 2 stops: node 1 generates again; node 2 comes back with its own
+#    id.  The detection and recovery times are printed (note), not
+#    asserted.
+# 5. Tables added later: created on both nodes, added to both publications
+#    (the tables the function lists that the publication lacks), and the
+#    subscriptions refreshed with copy_data = false.  Their serial keys,
+#    odd on node 1 and even on node 2, replicate; snowflake_convert_column()
+#    on each node (DDL does not replicate) turns them into snowflake keys,
+#    and rows inserted on both nodes afterwards replicate and decode to
+#    their node.
+# 6. Over the whole test: both nodes hold the same registry rows, no apply
+#    failed on a duplicate key, and PostgreSQL reports exactly these
+#    conflicts: none on 16 and 17, which neither count nor log (at the
+#    default log level) a missing row; on 18, one delete_missing per
+#    subscription, in pg_stat_subscription_stats and in the log, on
+#    snowflake_nodes.  That one is the first heartbeat after the
+#    subscription was created: the registry rewrites its row by DELETE and
+#    INSERT, and the peer never received the row written before it
+#    subscribed (copy_data = false), so the DELETE finds nothing and is
+#    skipped, and the INSERT of the same transaction brings the row.
+use strict;
+use warnings;
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes ();
+
+my $db = 'app';
+my $pub = 'multi_primary';
+my $interval_ms = 500;
+
+my $node1 = PostgreSQL::Test::Cluster->new('node1');
+plan skip_all => 'native logical replication between primaries needs the '
+  . 'subscription option origin = none, new in PostgreSQL 16; this is PostgreSQL '
+  . $node1->pg_version
+  if $node1->pg_version < 16;
+my $node2 = PostgreSQL::Test::Cluster->new('node2');
+my @nodes = ($node1, $node2);
+my $major = $node1->pg_version->major(separator => '.');
+
+# The number N of node "nodeN", its snowflake.node_id unless changed.
+sub number
+{
+	my ($node) = @_;
+	my ($n) = $node->name =~ /(\d+)$/;
+	return $n;
+}
+
+# The subscription on the other node that replicates $node's changes, and
+# the application_name of its walsender on $node.
+sub sub_of
+{
+	my ($node) = @_;
+	return 'from_' . $node->name;
+}
+
+sub other
+{
+	my ($node) = @_;
+	return $node->name eq $node1->name ? $node2 : $node1;
+}
+
+# Step 1 of the guide.  snowflake.database names "app" once it exists: a
+# registry worker that finds no database tries again only 10 s later.
+for my $node (@nodes)
+{
+	my $n = number($node);
+	$node->init(allows_streaming => 'logical');
+	$node->append_conf(
+		'postgresql.conf', qq(
+shared_preload_libraries = 'snowflake'
+snowflake.node_id = $n
+snowflake.registry_interval = $interval_ms
+track_commit_timestamp = on
+wal_retrieve_retry_interval = '500ms'
+max_connections = 40
+timezone = 'UTC'
+));
+	$node->start;
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+	$node->safe_psql($db, 'CREATE EXTENSION snowflake');
+	$node->append_conf('postgresql.conf', "snowflake.database = '$db'\n");
+	$node->restart;
+}
+
+# Step 2: the same schema on both nodes (logical replication does not
+# replicate DDL).
+for my $node (@nodes)
+{
+	$node->safe_psql(
+		$db, q{
+CREATE TABLE items (
+    id      bigint PRIMARY KEY DEFAULT snowflake_nextval(),
+    origin  integer NOT NULL,
+    session integer NOT NULL,
+    n       integer NOT NULL
+);
+CREATE TABLE readings (
+    id     bigint NOT NULL DEFAULT snowflake_nextval(),
+    origin integer NOT NULL,
+    PRIMARY KEY (id, origin)
+) PARTITION BY LIST (origin);
+CREATE TABLE readings_1 PARTITION OF readings FOR VALUES IN (1);
+CREATE TABLE readings_2 PARTITION OF readings FOR VALUES IN (2);
+CREATE UNLOGGED TABLE scratch (id bigint PRIMARY KEY);
+-- The outcome of one call of snowflake_nextval(): 'ok' or the error.
+CREATE FUNCTION try_nextval() RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM snowflake_nextval();
+    RETURN 'ok';
+EXCEPTION WHEN others THEN
+    RETURN SQLSTATE || ': ' || SQLERRM;
+END
+$$;
+});
+}
+
+sub instance
+{
+	my ($node) = @_;
+	return $node->safe_psql($db, 'SELECT instance_id FROM snowflake_status()');
+}
+
+sub status
+{
+	my ($node) = @_;
+	return $node->safe_psql($db,
+		'SELECT node_id, node_collision FROM snowflake_status()');
+}
+
+# The tables of the publication, as pg_publication_tables shows them.
+sub published
+{
+	my ($node) = @_;
+	return $node->safe_psql(
+		$db, qq{
+SELECT string_agg(format('%s.%s', schemaname, tablename), ',' ORDER BY schemaname, tablename)
+  FROM pg_publication_tables WHERE pubname = '$pub'});
+}
+
+sub function_tables
+{
+	my ($node) = @_;
+	return $node->safe_psql($db,
+		q{SELECT string_agg(t::text, ',' ORDER BY t::text) FROM snowflake_publication_tables() AS t});
+}
+
+# --- 1. the publications ------------------------------------------------------
+
+# Step 3 of the guide, verbatim.
+my $create_publication = qq{
+SELECT 'CREATE PUBLICATION $pub FOR TABLE ' || string_agg(t::text, ', ')
+       || ' WITH (publish_via_partition_root = true)'
+  FROM snowflake_publication_tables() AS t
+\\gexec
+};
+for my $node (@nodes)
+{
+	my $name = $node->name;
+	is(function_tables($node), 'items,readings,snowflake_nodes',
+		"$name: snowflake_publication_tables() lists the own permanent tables, "
+		  . 'partitioned ones by their root, and snowflake_nodes');
+	$node->safe_psql($db, $create_publication);
+	is( published($node),
+		'public.items,public.readings,public.snowflake_nodes',
+		"$name: the publication holds exactly those tables");
+	is( $node->safe_psql(
+			$db, qq{
+SELECT (SELECT count(*) > 0 FROM snowflake_layout),
+       (SELECT count(*) FROM pg_publication_tables
+         WHERE pubname = '$pub' AND tablename = 'snowflake_layout')}),
+		't|0',
+		"$name: snowflake_layout has rows, and the publication does not carry it");
+}
+is( $node1->safe_psql(
+		$db, q{
+CREATE PUBLICATION everything FOR ALL TABLES;
+SELECT string_agg(tablename, ',' ORDER BY tablename)
+  FROM pg_publication_tables WHERE pubname = 'everything';
+DROP PUBLICATION everything;}),
+	'items,readings_1,readings_2,snowflake_layout,snowflake_nodes',
+	'FOR ALL TABLES would publish snowflake_layout');
+
+# Each node's registry has written its row before the other subscribes:
+# that row reaches the peer only with the next heartbeat (see 6.).
+for my $node (@nodes)
+{
+	my $instance = instance($node);
+	$node->poll_query_until($db,
+		"SELECT count(*) = 1 FROM snowflake_nodes WHERE instance_id = '$instance'")
+	  or die $node->name . ' did not register';
+}
+
+# Waits until the other node's subscription to $node streams from it.
+sub wait_streaming
+{
+	my ($node) = @_;
+	my $sub = sub_of($node);
+	$node->poll_query_until(
+		$db, qq{
+SELECT count(*) = 1 FROM pg_stat_replication
+ WHERE application_name = '$sub' AND state = 'streaming'})
+	  or die "the subscription $sub does not stream from " . $node->name;
+	return;
+}
+
+# Waits until each node's subscriber has applied everything the node had
+# written when the wait began.
+sub wait_caught_up
+{
+	wait_streaming($_) for @nodes;
+	$_->wait_for_catchup(sub_of($_)) for @nodes;
+	return;
+}
+
+# Step 4 of the guide.
+for my $node (@nodes)
+{
+	my $peer = other($node);
+	my $sub = sub_of($peer);
+	my $conn = sprintf('host=%s port=%d dbname=%s', $peer->host, $peer->port, $db);
+	$node->safe_psql(
+		$db, qq{
+CREATE SUBSCRIPTION $sub
+    CONNECTION '$conn'
+    PUBLICATION $pub
+    WITH (origin = none, copy_data = false)});
+}
+wait_streaming($_) for @nodes;
+for my $node (@nodes)
+{
+	is( $node->safe_psql(
+			$db, q{
+SELECT s.subname, s.suborigin, string_agg(format('%s:%s', r.srrelid::regclass, r.srsubstate),
+                                          ',' ORDER BY r.srrelid::regclass::text)
+  FROM pg_subscription AS s JOIN pg_subscription_rel AS r ON r.srsubid = s.oid
+ GROUP BY s.subname, s.suborigin}),
+		sub_of(other($node)) . '|none|items:r,readings:r,snowflake_nodes:r',
+		$node->name . ' subscribes to the other node with origin = none, every table ready');
+}
+
+# --- 2. heartbeats replicate ----------------------------------------------------
+
+my %instance = map { $_->name => instance($_) } @nodes;
+for my $node (@nodes)
+{
+	my $seen = other($node);
+	my $other = $instance{ $seen->name };
+	my $before = $node->safe_psql($db,
+		"SELECT coalesce(max(beats), 0) FROM snowflake_nodes WHERE instance_id = '$other'");
+	ok( $node->poll_query_until(
+			$db,
+			"SELECT beats > $before FROM snowflake_nodes WHERE instance_id = '$other'"),
+		$node->name . ' sees the heartbeats of ' . $seen->name . ' grow');
+	is( $node->safe_psql(
+			$db,
+			"SELECT node_id, port FROM snowflake_nodes WHERE instance_id = '$other'"),
+		number($seen) . '|' . $seen->port,
+		$node->name . "'s snowflake_nodes names the other node's id and port");
+	is(status($node), number($node) . '|f', $node->name . ': no collision');
+}
+
+# --- 3. concurrent inserts on both nodes ---------------------------------------
+
+my $sessions = 4;
+my $per_session = 10000;
+my $total = 2 * $sessions * $per_session;
+my $gate_key = 4242;
+my $dir = PostgreSQL::Test::Utils::tempdir();
+
+# Each node's gate: an exclusive advisory lock that a session of the test
+# holds; every inserting session first waits for a shared one.
+my %gate;
+for my $node (@nodes)
+{
+	$gate{ $node->name } = $node->background_psql($db);
+	$gate{ $node->name }->query_safe("SELECT pg_advisory_lock($gate_key)");
+}
+my @runs;
+for my $node (@nodes)
+{
+	my $origin = number($node);
+	for my $s (1 .. $sessions)
+	{
+		my $name = $node->name . "_session$s";
+		push @runs,
+		  {
+			name => $name,
+			run => IPC::Run::start(
+				[
+					$node->installed_command('psql'), '-XAtq',
+					'-v', 'ON_ERROR_STOP=1',
+					'-d', $node->connstr($db),
+					'-c', "SELECT pg_advisory_lock_shared($gate_key)",
+					'-c', "SELECT pg_advisory_unlock_shared($gate_key)",
+					'-c', qq{
+DO \$\$
+BEGIN
+    FOR i IN 1 .. $per_session LOOP
+        INSERT INTO items (origin, session, n) VALUES ($origin, $s, i);
+        COMMIT;
+    END LOOP;
+END
+\$\$}
+				],
+				'>', "$dir/$name.out", '2>', "$dir/$name.err",
+				IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default))
+		  };
+	}
+}
+for my $node (@nodes)
+{
+	ok( $node->poll_query_until(
+			$db, qq{
+SELECT count(*) = $sessions FROM pg_locks
+ WHERE locktype = 'advisory' AND objid = $gate_key AND mode = 'ShareLock' AND NOT granted}),
+		$node->name . ": all $sessions sessions wait at the gate");
+}
+$gate{ $_->name }->query_safe("SELECT pg_advisory_unlock($gate_key)") for @nodes;
+for my $run (@runs)
+{
+	ok($run->{run}->finish, "$run->{name} inserted its rows")
+	  or diag(slurp_file("$dir/$run->{name}.err"));
+}
+$gate{ $_->name }->quit for @nodes;
+
+for my $node (@nodes)
+{
+	ok($node->poll_query_until($db, "SELECT count(*) = $total FROM items"),
+		$node->name . " holds all $total rows");
+}
+wait_caught_up();
+
+# A digest of a table's rows: count, sum of ids, and md5 of all rows
+# ordered by id.  Equal on two nodes: same data.
+sub digest
+{
+	my ($node, $table) = @_;
+	return $node->safe_psql(
+		$db, qq{
+SELECT count(*), coalesce(sum(id), 0),
+       md5(coalesce(string_agg(t::text, ',' ORDER BY id), ''))
+  FROM $table AS t});
+}
+
+my $items = digest($node1, 'items');
+is(digest($node2, 'items'), $items, "items is identical on both nodes ($items)");
+for my $node (@nodes)
+{
+	my $name = $node->name;
+	is($node->safe_psql($db, 'SELECT count(*), count(DISTINCT id) FROM items'),
+		"$total|$total", "$name: $total rows, every ID unique");
+	is( $node->safe_psql(
+			$db, q{
+SELECT string_agg(format('%s:%s', origin, c), ' ' ORDER BY origin)
+  FROM (SELECT origin, count(*) AS c FROM items GROUP BY origin) AS o}),
+		join(' ', map { "$_:" . $sessions * $per_session } (1, 2)),
+		"$name: the rows of both nodes");
+	is( $node->safe_psql(
+			$db, q{
+SELECT count(*) FROM items, snowflake_decode(id) AS d WHERE d.node_id <> origin}),
+		0, "$name: every ID decodes to the node that made it");
+	is( $node->safe_psql(
+			$db, q{
+SELECT count(*)
+  FROM (SELECT id, lag(id) OVER (PARTITION BY origin, session ORDER BY n) AS prev
+          FROM items) AS s
+ WHERE id <= prev}),
+		0, "$name: each session's IDs increase");
+}
+is( $node1->safe_psql(
+		$db, q{
+SELECT max(ts) FILTER (WHERE origin = 1) > min(ts) FILTER (WHERE origin = 2)
+   AND max(ts) FILTER (WHERE origin = 2) > min(ts) FILTER (WHERE origin = 1)
+  FROM items, snowflake_decode(id) AS d}),
+	't',
+	'the two nodes inserted at the same time (their ID timestamps overlap)');
+
+# The partitioned table, published by its root.
+$_->safe_psql($db,
+	'INSERT INTO readings (origin) SELECT ' . number($_) . ' FROM generate_series(1, 100)')
+  for @nodes;
+wait_caught_up();
+my $readings = digest($node1, 'readings');
+is(digest($node2, 'readings'), $readings,
+	"readings is identical on both nodes ($readings)");
+is( $_->safe_psql(
+		$db, q{
+SELECT (SELECT count(*) FROM readings_1 WHERE origin = 1),
+       (SELECT count(*) FROM readings_2 WHERE origin = 2),
+       (SELECT count(*) FROM readings, snowflake_decode(id) AS d WHERE d.node_id <> origin)}),
+	'100|100|0',
+	$_->name . ': the rows of both nodes are in their partitions and decode to their node')
+  for @nodes;
+
+# --- 4. a node-id collision -----------------------------------------------------
+
+# Polls until every node's node_collision is $want.
+sub wait_collision
+{
+	my ($want) = @_;
+	for my $node (@nodes)
+	{
+		$node->poll_query_until($db,
+			'SELECT node_collision FROM snowflake_status()', $want)
+		  or return 0;
+	}
+	return 1;
+}
+
+my @offsets = map { -s $_->logfile } @nodes;
+$node2->safe_psql($db, 'ALTER SYSTEM SET snowflake.node_id = 1');
+$node2->restart;
+my $restarted = Time::HiRes::time;
+wait_streaming($_) for @nodes;
+my $streaming = Time::HiRes::time - $restarted;
+ok(wait_collision('t'), 'both nodes detect the collision');
+my $detection = Time::HiRes::time - $restarted;
+note(
+	sprintf(
+		'PostgreSQL %s: both nodes detected the collision %.1f s after node2 '
+		  . 'restarted with node_id 1 (both subscriptions streamed again after %.1f s; '
+		  . 'registry_interval %d ms)',
+		$major, $detection, $streaming, $interval_ms));
+is(status($_), '1|t', $_->name . ': node_id 1 and node_collision') for @nodes;
+
+my %instance_now = map { $_->name => instance($_) } @nodes;
+for my $i (0, 1)
+{
+	my $node = $nodes[$i];
+	my $other = other($node);
+	my $other_instance = $instance_now{ $other->name };
+	my $other_port = $other->port;
+	$node->wait_for_log(qr/WARNING:  snowflake node_id 1 is also used/, $offsets[$i]);
+	like(
+		slurp_file($node->logfile, $offsets[$i]),
+		qr/WARNING:  \Qsnowflake node_id 1 is also used by another running instance\E\n[^\n]*DETAIL:  \Qsnowflake_nodes shows instance $other_instance on host \E\S+ port $other_port\b/,
+		$node->name . ' logs a WARNING whose DETAIL names the other instance');
+}
+is($_->safe_psql($db, 'SELECT try_nextval()'),
+	'ok', $_->name . ': on_node_collision = warn still issues IDs')
+  for @nodes;
+
+$_->safe_psql($db,
+	"ALTER SYSTEM SET snowflake.on_node_collision = 'error'; SELECT pg_reload_conf()")
+  for @nodes;
+my $refusal = '55000: snowflake node_id 1 is also used by another running instance';
+for my $node (@nodes)
+{
+	my $name = $node->name;
+	ok($node->poll_query_until($db, 'SELECT try_nextval()', $refusal),
+		"$name: with on_node_collision = error, snowflake_nextval() fails");
+	my ($stdout, $stderr);
+	$node->psql(
+		$db, qq(\\set VERBOSITY verbose
+INSERT INTO items (origin, session, n) VALUES (0, 0, 0) RETURNING id;),
+		stdout => \$stdout,
+		stderr => \$stderr);
+	is($stdout, '', "$name: no row is inserted");
+	like($stderr, qr/ERROR:  \Q$refusal\E$/m, "$name: the error and SQLSTATE 55000");
+}
+
+# The colliding instance stops; node 2 will come back with its own id.
+$node2->safe_psql($db, 'ALTER SYSTEM RESET snowflake.node_id');
+@offsets = map { -s $_->logfile } @nodes;
+$node2->stop;
+my $stopped = Time::HiRes::time;
+ok( $node1->poll_query_until(
+		$db, 'SELECT node_collision FROM snowflake_status()', 'f'),
+	'node1: the collision clears once the colliding instance has stopped');
+my $recovery = Time::HiRes::time - $stopped;
+is($node1->safe_psql($db, 'SELECT try_nextval()'),
+	'ok', 'node1: generation resumes, on_node_collision still error');
+note(
+	sprintf(
+		'PostgreSQL %s: node1 generated again %.1f s after the colliding instance stopped '
+		  . '(three registry intervals: %.1f s)',
+		$major, $recovery, 3 * $interval_ms / 1000));
+ok( $node1->log_contains(
+		qr/snowflake node_id 1 is no longer used by another running instance/,
+		$offsets[0]),
+	'node1 logs that the collision is over');
+$node2->start;
+is(status($node2), '2|f', 'node2: node_id 2 again, no collision');
+wait_streaming($_) for @nodes;
+is($node2->safe_psql($db, 'SELECT try_nextval()'),
+	'ok', 'node2: generates, on_node_collision error');
+is(status($node1), '1|f', 'node1: still no collision');
+
+# --- 5. tables added later, and snowflake_convert_column() ----------------------
+
+for my $node (@nodes)
+{
+	my $n = number($node);
+	$node->safe_psql(
+		$db, qq{
+CREATE TABLE legacy (
+    id     serial PRIMARY KEY,
+    origin integer NOT NULL,
+    note   text
+);
+CREATE TABLE legacy_lines (
+    id        serial PRIMARY KEY,
+    legacy_id integer NOT NULL REFERENCES legacy,
+    origin    integer NOT NULL
+);
+ALTER SEQUENCE legacy_id_seq INCREMENT BY 2 RESTART WITH $n;
+ALTER SEQUENCE legacy_lines_id_seq INCREMENT BY 2 RESTART WITH $n;
+});
+}
+
+# "Adding tables later" in the guide, verbatim: on every node the
+# publication first, then the subscription, before any row is written.
+my $add_tables = qq{
+SELECT 'ALTER PUBLICATION $pub ADD TABLE ' || string_agg(t::text, ', ')
+  FROM snowflake_publication_tables() AS t
+ WHERE t NOT IN (SELECT pr.prrelid FROM pg_publication_rel AS pr
+                   JOIN pg_publication AS p ON p.oid = pr.prpubid
+                  WHERE p.pubname = '$pub')
+\\gexec
+};
+$_->safe_psql($db, $add_tables) for @nodes;
+$_->safe_psql($db,
+	'ALTER SUBSCRIPTION ' . sub_of(other($_)) . ' REFRESH PUBLICATION WITH (copy_data = false)')
+  for @nodes;
+for my $node (@nodes)
+{
+	my $name = $node->name;
+	is( published($node),
+		'public.items,public.legacy,public.legacy_lines,public.readings,public.snowflake_nodes',
+		"$name: the publication holds the new tables too");
+	is(function_tables($node), 'items,legacy,legacy_lines,readings,snowflake_nodes',
+		"$name: as snowflake_publication_tables() lists them");
+	is( $node->safe_psql(
+			$db, q{
+SELECT string_agg(format('%s:%s', srrelid::regclass, srsubstate), ','
+                  ORDER BY srrelid::regclass::text)
+  FROM pg_subscription_rel}),
+		'items:r,legacy:r,legacy_lines:r,readings:r,snowflake_nodes:r',
+		"$name: its subscription has the new tables, ready");
+}
+
+# Both nodes hold the same rows of @tables after catch-up, and the IDs of
+# the rows $where selects decode to the node in "origin".
+sub check_tables
+{
+	my ($what, $where, @tables) = @_;
+	wait_caught_up();
+	for my $table (@tables)
+	{
+		my $one = digest($node1, $table);
+		is(digest($node2, $table), $one,
+			"$what: $table is identical on both nodes ($one)");
+		is( $_->safe_psql(
+				$db, qq{
+SELECT count(*) FROM $table AS t, snowflake_decode(t.id) AS d
+ WHERE ($where) AND d.node_id <> t.origin}),
+			0,
+			"$what: the IDs of $table on " . $_->name . ' decode to their node')
+		  for @nodes;
+	}
+	return;
+}
+
+# Serial rows on both nodes.
+for my $node (@nodes)
+{
+	my $n = number($node);
+	$node->safe_psql(
+		$db, qq{
+WITH l AS (
+    INSERT INTO legacy (origin, note)
+    SELECT $n, 'serial ' || g FROM generate_series(1, 500) AS g
+    RETURNING id
+)
+INSERT INTO legacy_lines (legacy_id, origin) SELECT id, $n FROM l;
+});
+}
+check_tables('serial keys', 'false', qw(legacy legacy_lines));
+my $max_serial = $node1->safe_psql($db,
+	'SELECT greatest((SELECT max(id) FROM legacy), (SELECT max(id) FROM legacy_lines))');
+
+# With writes paused, on each node: DDL does not replicate.
+for my $node (@nodes)
+{
+	my $name = $node->name;
+	is( $node->safe_psql(
+			$db, q{
+SELECT affected_table, affected_column, old_type, action
+  FROM snowflake_convert_column('legacy', 'id')}),
+		"legacy|id|integer|DEFAULT snowflake_nextval() replaces nextval('public.legacy_id_seq'::regclass); sequence public.legacy_id_seq dropped\n"
+		  . 'legacy_lines|legacy_id|integer|references legacy(id) through legacy_lines_legacy_id_fkey',
+		"$name: legacy.id converted, legacy_lines.legacy_id widened");
+	is( $node->safe_psql(
+			$db, q{
+SELECT affected_table, old_type FROM snowflake_convert_column('legacy_lines', 'id')}),
+		'legacy_lines|integer',
+		"$name: legacy_lines.id converted");
+}
+
+# Inserts on both nodes, with snowflake IDs now.
+for my $node (@nodes)
+{
+	my $n = number($node);
+	$node->safe_psql(
+		$db, qq{
+WITH l AS (
+    INSERT INTO legacy (origin, note)
+    SELECT $n, 'snowflake ' || g FROM generate_series(1, 1000) AS g
+    RETURNING id
+)
+INSERT INTO legacy_lines (legacy_id, origin) SELECT id, $n FROM l;
+});
+}
+check_tables('converted keys', "t.id > $max_serial", qw(legacy legacy_lines));
+is( $_->safe_psql(
+		$db, qq{
+SELECT count(*) FILTER (WHERE id <= $max_serial AND note LIKE 'serial %'),
+       count(*) FILTER (WHERE id > $max_serial AND note LIKE 'snowflake %'),
+       count(*)
+  FROM legacy}),
+	'1000|2000|3000',
+	$_->name . ': the serial rows kept their keys, the new rows are above them')
+  for @nodes;
+
+# --- 6. over the whole test -------------------------------------------------------
+
+wait_caught_up();
+is(digest($node2, 'items'), digest($node1, 'items'),
+	'items is still identical on both nodes');
+my @instances = (
+	[ 1, $instance{node1} ],
+	[ 2, $instance{node2} ],
+	[ 1, $instance_now{node2} ],
+	[ 2, instance($node2) ]);
+my $registry = join(',',
+	map { "$_->[0]:$_->[1]" }
+	  sort { $a->[0] <=> $b->[0] || $a->[1] cmp $b->[1] } @instances);
+is( $_->safe_psql(
+		$db, q{
+SELECT string_agg(format('%s:%s', node_id, instance_id), ',' ORDER BY node_id, instance_id)
+  FROM snowflake_nodes}),
+	$registry,
+	$_->name . ' holds the registry rows of all four instances of the two nodes')
+  for @nodes;
+
+for my $node (@nodes)
+{
+	my $name = $node->name;
+	my $log = slurp_file($node->logfile);
+	unlike($log, qr/duplicate key value/, "$name: no apply failed on a duplicate key");
+	my @conflicts = $log =~ /^.*conflict detected on relation.*$/mg;
+	my $sub = sub_of(other($node));
+	if ($major >= 18)
+	{
+		ok( $node->poll_query_until(
+				$db, qq{
+SELECT subname, confl_insert_exists, confl_update_origin_differs, confl_update_exists,
+       confl_update_missing, confl_delete_origin_differs, confl_delete_missing,
+       confl_multiple_unique_conflicts
+  FROM pg_stat_subscription_stats},
+				"$sub|0|0|0|0|0|1|0"),
+			"$name: pg_stat_subscription_stats counts one delete_missing and no other conflict")
+		  or diag(
+			$node->safe_psql($db, 'SELECT * FROM pg_stat_subscription_stats'));
+		is( scalar(@conflicts), 1, "$name: the log reports one conflict")
+		  or diag(join("\n", @conflicts));
+		like(
+			$conflicts[0] // '',
+			qr/LOG:  conflict detected on relation "public\.snowflake_nodes": conflict=delete_missing$/,
+			"$name: a delete_missing on snowflake_nodes");
+	}
+	else
+	{
+		is(scalar(@conflicts), 0, "$name: PostgreSQL $major logs no conflict");
+	}
+}
+
+$_->stop for @nodes;
+done_testing();
