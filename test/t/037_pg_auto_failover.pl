@@ -1,0 +1,476 @@
+# Failover under a real HA manager: pg_auto_failover 2.0 (Debian's
+# postgresql-15-auto-failover), set up as docs/high-availability.md says.
+# A monitor, a primary (node_a) and a secondary (node_b), each run by its
+# own pg_autoctl service as the test's user, on 127.0.0.1 with private ports
+# and directories.  The extension is preloaded on both data nodes through
+# their postgresql.conf, which pg_autoctl leaves alone but for the include
+# of its own file at the top; node_b gets it from node_a's data directory
+# with pg_basebackup.  node_b's pg_autoctl, and so its postgres, runs under
+# libfaketime 60 s behind node_a.
+#
+# Proves:
+#   - pg_auto_failover replicates synchronously (ANY 1 of the standby), so
+#     the reservation that covers node_a's IDs is on node_b before an ID
+#     uses it;
+#   - (a) while sessions issue IDs on node_a (rows committed, IDs streamed
+#     to clients) and (e) hold a time-scoped lease, node_a is lost at once:
+#     its pg_autoctl and its postgres killed, nothing restarts them;
+#   - (b) the monitor promotes node_b by itself (wait_primary);
+#   - (c) node_b's first generation warns that its clock is behind the
+#     reservation, and every ID node_b issues is above every ID node_a
+#     issued (rows, streamed IDs), none repeats;
+#   - (e) the lease is on node_b with its worker id, token and window, its
+#     holder renews it there with its token, a new grant gets another worker
+#     id and a larger token, and once every id is held grants are refused;
+#   - (d) node_a's pg_autoctl, started again, rejoins as a secondary (the
+#     monitor drives it through pg_rewind), and issues nothing: there
+#     snowflake_nextval() fails as on any standby, and the lease node_b
+#     renewed is replayed there.
+# It notes the failover gap (how far node_b's first ID lies above node_a's
+# last, in IDs and in ms of their timestamps) and how long after the kill
+# the monitor showed node_b promoted and node_b issued its first ID; it
+# asserts on none of these times.
+use strict;
+use warnings;
+use File::Basename qw(basename);
+use POSIX ();
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes ();
+use SnowflakeClock;
+use SnowflakeTest;
+
+# Debian packages pg_auto_failover for PostgreSQL 15 only (test/install-deps.sh
+# installs it).  On another version, whose server has no pgautofailover
+# extension, the test is skipped, saying why; on 15 its absence fails.
+my ($bindir, $pg_autoctl);
+{
+	chomp(my $sharedir = `pg_config --sharedir`);
+	chomp($bindir = `pg_config --bindir`);
+	my ($major) = `pg_config --version` =~ /^PostgreSQL (\d+)/;
+	die "pg_config on PATH did not answer"
+	  unless $sharedir ne '' && $bindir ne '' && defined $major;
+	if (!-f "$sharedir/extension/pgautofailover.control")
+	{
+		die "pg_auto_failover is not installed in $sharedir: test/install-deps.sh installs "
+		  . "postgresql-15-auto-failover"
+		  if $major == 15;
+		plan skip_all => "pg_auto_failover is not installed for PostgreSQL $major "
+		  . "(Debian packages it for PostgreSQL 15 only)";
+	}
+	($pg_autoctl) = grep { -x } map { "$_/pg_autoctl" } $bindir, split /:/, $ENV{PATH};
+	die "pg_autoctl is not installed: test/install-deps.sh installs postgresql-15-auto-failover"
+	  unless defined $pg_autoctl;
+}
+my $pg_ctl = "$bindir/pg_ctl";
+my ($testname) = basename($0) =~ /^(.*)\.pl$/;
+
+# The clock of node_b is this far behind node_a's; IDs may run this far
+# ahead of node_b's clock, so the promoted node_b continues at once (see
+# 011_standby_promotion.pl).  The gap outlasts the failover, however slow a
+# loaded machine makes it.
+my $behind_s = 60;
+my $max_drift_ms = 90_000;
+
+# pg_autoctl keeps its configuration, state and pid files under the XDG
+# directories: the test's own, not the user's.  The runtime directory must
+# exist, or it puts its pid files under /tmp/pg_autoctl.
+my $xdg = PostgreSQL::Test::Utils::tempdir();
+mkdir "$xdg/run", 0700 or die "could not create $xdg/run: $!";
+my %autoctl_env = (
+	XDG_CONFIG_HOME => "$xdg/config",
+	XDG_DATA_HOME => "$xdg/data",
+	XDG_RUNTIME_DIR => "$xdg/run");
+
+# Runs pg_autoctl @args in the background, in a process group of its own
+# (so that it and what it starts can be killed at once), its output in
+# tmp_check/log.  %$env is added to the environment.
+my %services;    # name => pid, the process group's leader
+my ($monitor, $node_a, $node_b);
+
+sub start_pg_autoctl
+{
+	my ($name, $env, @args) = @_;
+	my $log = "$PostgreSQL::Test::Utils::log_path/${testname}_${name}_pg_autoctl.log";
+	my $pid = fork();
+	die "could not fork: $!" unless defined $pid;
+	if ($pid == 0)
+	{
+		POSIX::setsid();
+		%ENV = (%ENV, %autoctl_env, %$env);
+		open STDIN, '<', '/dev/null' or POSIX::_exit(126);
+		open STDOUT, '>>', $log or POSIX::_exit(126);
+		open STDERR, '>&', \*STDOUT or POSIX::_exit(126);
+		exec($pg_autoctl, @args) or POSIX::_exit(127);
+	}
+	$services{$name} = $pid;
+	return;
+}
+
+# Kills a pg_autoctl service and everything in its process group at once
+# (SIGKILL: no shutdown), as the loss of its machine would.  pg_autoctl 2.0
+# runs the postmaster in that group, so it dies with it; its children, each
+# in a session of its own, exit as they notice the postmaster's death, as
+# after any postmaster crash.  pg_ctl stop in immediate mode then returns
+# once the postmaster is gone (saying "server does not shut down": it left
+# its pid file behind), or stops one that runs in a session of its own.
+sub kill_node
+{
+	my ($name, $node) = @_;
+	my $pid = delete $services{$name};
+	if (defined $pid)
+	{
+		kill 'KILL', -$pid;
+		waitpid $pid, 0;
+	}
+	PostgreSQL::Test::Utils::system_log($pg_ctl, '-D', $node->data_dir, '-m',
+		'immediate', 'stop')
+	  if -f $node->data_dir . '/postmaster.pid';
+	return;
+}
+
+# At the end, each pg_autoctl is asked to stop (SIGTERM: it stops its
+# postgres and removes its semaphore and pid file), and killed as above if it
+# has not within 30 s.
+END
+{
+	my $exit_code = $?;
+	for my $name (grep { exists $services{$_} } qw(node_a node_b monitor))
+	{
+		my $pid = $services{$name};
+		kill 'TERM', $pid;
+		my $deadline = Time::HiRes::time() + 30;
+		Time::HiRes::sleep(0.1)
+		  while waitpid($pid, POSIX::WNOHANG()) == 0 && Time::HiRes::time() < $deadline;
+		delete $services{$name} if waitpid($pid, POSIX::WNOHANG()) == -1;
+	}
+	kill_node('node_a', $node_a) if defined $node_a;
+	kill_node('node_b', $node_b) if defined $node_b;
+	kill_node('monitor', $monitor) if defined $monitor;
+	$? = $exit_code;
+}
+
+# The monitor's view of the formation, as pg_autoctl show state prints it.
+sub show_state
+{
+	local %ENV = (%ENV, %autoctl_env);
+	my ($out, $err) = PostgreSQL::Test::Utils::run_command(
+		[ $pg_autoctl, 'show', 'state', '--pgdata', $monitor->data_dir ]);
+	return $out . $err;
+}
+
+# Waits until the monitor has each node in the state given, both assigned
+# by the monitor (goalstate) and reached by the node (reportedstate).
+sub wait_for_states
+{
+	my (%states) = @_;
+	my $query = 'SELECT '
+	  . join(
+		' AND ',
+		map {
+			"EXISTS (SELECT FROM pgautofailover.node WHERE nodename = '$_'"
+			  . " AND goalstate = '$states{$_}' AND reportedstate = '$states{$_}')"
+		} sort keys %states);
+	return 1 if $monitor->poll_query_until('pg_auto_failover', $query);
+	diag show_state();
+	return 0;
+}
+
+# --- the monitor -------------------------------------------------------------------
+# The data directories are made with initdb by PostgreSQL::Test::Cluster,
+# whose postgresql.conf settings (listen_addresses = '' among them) come
+# after pg_autoctl's include line, which it puts at the top: the settings
+# pg_auto_failover needs are set again after them.  The monitor checks the
+# nodes every second and gives up on a lost primary after 3 s instead of
+# 20 s and 30 s.
+$monitor = PostgreSQL::Test::Cluster->new('monitor');
+$monitor->init;
+$monitor->append_conf('postgresql.conf', q{
+listen_addresses = '127.0.0.1'
+max_connections = 40
+pgautofailover.health_check_period = 1000
+pgautofailover.health_check_timeout = 1000
+pgautofailover.health_check_max_retries = 1
+pgautofailover.health_check_retry_delay = 500
+pgautofailover.node_considered_unhealthy_timeout = 3000
+pgautofailover.primary_demote_timeout = 3000
+});
+start_pg_autoctl(
+	'monitor', {}, 'create', 'monitor',
+	'--pgctl' => $pg_ctl,
+	'--pgdata' => $monitor->data_dir,
+	'--pgport' => $monitor->port,
+	'--hostname' => '127.0.0.1',
+	'--auth' => 'trust',
+	'--no-ssl', '--run');
+$monitor->poll_query_until('pg_auto_failover',
+	q{SELECT count(*) = 1 FROM pgautofailover.formation WHERE formationid = 'default'})
+  or die 'the monitor did not come up';
+my $monitor_uri = sprintf('postgres://autoctl_node@127.0.0.1:%d/pg_auto_failover?sslmode=disable',
+	$monitor->port);
+
+sub create_data_node
+{
+	my ($name, $node, $env) = @_;
+	start_pg_autoctl(
+		$name, $env, 'create', 'postgres',
+		'--pgctl' => $pg_ctl,
+		'--pgdata' => $node->data_dir,
+		'--pgport' => $node->port,
+		'--pghost' => $node->host,
+		'--listen' => '127.0.0.1',
+		'--hostname' => '127.0.0.1',
+		'--name' => $name,
+		'--monitor' => $monitor_uri,
+		'--auth' => 'trust',
+		'--no-ssl', '--run');
+	return;
+}
+
+# --- the primary -------------------------------------------------------------------
+# An existing data directory: pg_autoctl registers it as the formation's
+# single node.  The secondary gets its postgresql.conf with pg_basebackup,
+# port line included, which does no harm: pg_autoctl starts postgres with
+# the node's port and listen address on the command line (-p, -h).
+$node_a = PostgreSQL::Test::Cluster->new('node_a');
+$node_a->init(allows_streaming => 1);
+$node_a->append_conf('postgresql.conf', qq{
+listen_addresses = '127.0.0.1'
+max_connections = 40
+shared_preload_libraries = 'snowflake'
+timezone = 'UTC'
+snowflake.max_drift = $max_drift_ms
+snowflake.lease_workers = 2
+});
+create_data_node('node_a', $node_a, {});
+wait_for_states(node_a => 'single') or die 'node_a did not become the single node';
+$node_a->safe_psql(
+	'postgres', q{
+CREATE EXTENSION snowflake;
+CREATE TABLE ids (
+    id      bigint PRIMARY KEY DEFAULT snowflake_nextval(),
+    session integer NOT NULL,
+    n       integer NOT NULL
+);
+-- IDs the clients saw from node_a, loaded on node_b after the failover.
+CREATE TABLE streamed (id bigint NOT NULL);
+-- Commits batches of 100 rows, numbered in call order, until it is ended.
+CREATE PROCEDURE generate(s integer) LANGUAGE plpgsql AS $$
+DECLARE
+    done integer := 0;
+BEGIN
+    LOOP
+        INSERT INTO ids (session, n)
+        SELECT s, done + g FROM generate_series(1, 100) AS g;
+        done := done + 100;
+        COMMIT;
+    END LOOP;
+END $$;
+});
+
+# --- the secondary, its clock behind -----------------------------------------------
+$node_b = PostgreSQL::Test::Cluster->new('node_b');
+SnowflakeClock::write_offset($node_b, -$behind_s);
+create_data_node('node_b', $node_b, { SnowflakeClock::faked_env($node_b) });
+wait_for_states(node_a => 'primary', node_b => 'secondary')
+  or die 'node_b did not join as a secondary';
+note show_state();
+
+is( $node_b->safe_psql('postgres', 'SELECT pg_is_in_recovery(), current_setting(\'shared_preload_libraries\')'),
+	"t|snowflake", 'node_b is a standby, with the extension preloaded from node_a\'s postgresql.conf');
+my ($offset, $uncertainty) = SnowflakeClock::server_offset($node_b);
+ok(abs($offset + $behind_s) < 0.5 + $uncertainty,
+	sprintf('node_b\'s clock is %d s behind (%.3f s, +/- %.3f s)',
+		$behind_s, $offset, $uncertainty));
+my $node_b_standby = 'pgautofailover_standby_'
+  . $monitor->safe_psql('pg_auto_failover',
+	q{SELECT nodeid FROM pgautofailover.node WHERE nodename = 'node_b'});
+ok( $node_a->poll_query_until(
+		'postgres', qq{
+SELECT current_setting('synchronous_standby_names') = 'ANY 1 ($node_b_standby)'
+   AND (SELECT sync_state FROM pg_stat_replication
+         WHERE application_name = '$node_b_standby') = 'quorum'}),
+	'pg_auto_failover makes node_a replicate synchronously to node_b (ANY 1)');
+
+# --- (e) a time-scoped lease, (a) IDs on node_a -------------------------------------
+my $lease_columns = 'worker_id, token, not_before, not_after, expires_at';
+my $lease = $node_a->safe_psql('postgres',
+	"SELECT $lease_columns FROM snowflake_lease_worker('x', interval '1 minute')");
+my ($lease_worker, $lease_token) = split /\|/, $lease;
+like($lease_worker, qr/^12[67]$/, 'node_a leases a worker id for a minute');
+
+my $dir = PostgreSQL::Test::Utils::tempdir();
+my $streamers = 2;
+my @runs = (SnowflakeTest::start_psql($node_a, $dir, 'insert', '-c', 'CALL generate(1)'));
+# Streams through a cursor, so IDs reach the client while they are made.
+push @runs,
+  SnowflakeTest::start_psql($node_a, $dir, "stream_$_", '-v', 'FETCH_COUNT=1000', '-c',
+	'SELECT snowflake_nextval() FROM (SELECT generate_series(1, 1000000000)) AS g')
+  for 1 .. $streamers;
+ok( $node_a->poll_query_until(
+		'postgres', 'SELECT count(*) >= 20000 FROM ids'),
+	'sessions commit rows on node_a');
+# The clients' output files, as the server sees them (same host).
+ok( $node_a->poll_query_until(
+		'postgres', qq{
+SELECT bool_and((pg_stat_file('$dir/stream_' || s || '.out', true)).size > 0)
+  FROM generate_series(1, $streamers) AS s}),
+	'while others stream IDs to their clients');
+cmp_ok($node_a->safe_psql('postgres', 'SELECT reservations FROM snowflake_status()'),
+	'>', 0, 'node_a wrote reservations');
+
+# --- node_a is lost ------------------------------------------------------------------
+my $killed_at = Time::HiRes::time();
+kill_node('node_a', $node_a);
+is(PostgreSQL::Test::Utils::system_log($pg_ctl, '-D', $node_a->data_dir, 'status') >> 8,
+	3, 'node_a\'s pg_autoctl and postgres are gone');
+ok(!$_->finish, 'a generating psql ended with node_a') for @runs;
+
+# The IDs each stream saw, in order (whole lines only).
+my $streamed_file = "$dir/streamed.txt";
+my ($streamed, $max_streamed) = (0, 0);
+open my $all, '>', $streamed_file or die "could not write $streamed_file: $!";
+for my $s (1 .. $streamers)
+{
+	my ($count, $decreases, $prev) = (0, 0, 0);
+	open my $in, '<', "$dir/stream_$s.out" or die "could not read stream $s: $!";
+	while (my $line = <$in>)
+	{
+		next unless $line =~ /^(\d+)\n\z/;
+		$decreases++ if $1 <= $prev;
+		$prev = $1;
+		$count++;
+		print $all $line;
+	}
+	close $in;
+	cmp_ok($count, '>', 0, "stream $s saw IDs from node_a");
+	is($decreases, 0, "stream $s saw strictly increasing IDs ($count)");
+	$streamed += $count;
+	$max_streamed = $prev if $prev > $max_streamed;
+}
+close $all or die "could not close $streamed_file: $!";
+
+# --- (b) the monitor promotes node_b ------------------------------------------------
+ok(wait_for_states(node_b => 'wait_primary'),
+	'the monitor promotes node_b (wait_primary: a primary without a standby)');
+my $promoted_at = Time::HiRes::time();
+
+# --- (c) node_b generates ----------------------------------------------------------
+my ($first, $stderr);
+$node_b->psql(
+	'postgres', 'SELECT snowflake_nextval()',
+	stdout => \$first,
+	stderr => \$stderr,
+	on_error_die => 1);
+my $first_at = Time::HiRes::time();
+note show_state();
+
+# (e) before any lease change on node_b: the lease as node_a granted it.
+is( $node_b->safe_psql('postgres',
+		"SELECT $lease_columns, state FROM snowflake_leases WHERE token = $lease_token"),
+	"$lease|held",
+	'the lease is held on node_b with its worker id, token and window');
+my ($clock_gap) = $stderr =~ /\bWARNING:  system clock is (\d+) ms behind the snowflake reservation$/m;
+ok(defined $clock_gap, 'node_b\'s first generation warns that its clock is behind the reservation')
+  or diag "stderr: $stderr";
+
+$node_b->safe_psql('postgres', "COPY streamed FROM '$streamed_file'");
+my ($max_old, $rows_old) = split /\|/, $node_b->safe_psql('postgres', q{
+SELECT greatest((SELECT max(id) FROM ids), (SELECT max(id) FROM streamed)),
+       (SELECT count(*) FROM ids)});
+note "node_a committed $rows_old rows that node_b has, and streamed $streamed IDs";
+cmp_ok($max_streamed, '<=', $max_old, 'the streamed IDs are loaded');
+is( $node_b->safe_psql('postgres', qq{
+SELECT reserved_until >= snowflake_timestamp($max_old) FROM snowflake_status()}),
+	't', 'node_b\'s reservation covers every ID node_a issued');
+cmp_ok($first, '>', $max_old, 'node_b\'s first ID is above every ID node_a issued');
+
+$node_b->safe_psql('postgres', 'CREATE TABLE batches (id bigint NOT NULL)');
+for my $s (101 .. 102)
+{
+	$node_b->safe_psql('postgres', qq{
+INSERT INTO ids (session, n) SELECT $s, g FROM generate_series(1, 10000) AS g;
+INSERT INTO batches SELECT snowflake_nextval(1000);});
+}
+is( $node_b->safe_psql('postgres', qq{
+SELECT (SELECT count(*) FROM ids WHERE session > 100 AND id <= $max_old)
+     + (SELECT count(*) FROM batches WHERE id <= $max_old)}),
+	'0', 'every ID node_b issues is above every ID node_a issued');
+is( $node_b->safe_psql('postgres', qq{
+SELECT count(*) - count(DISTINCT id)
+  FROM (SELECT id FROM ids UNION ALL SELECT id FROM streamed
+        UNION ALL SELECT id FROM batches UNION ALL SELECT $first) AS s}),
+	'0', 'no ID occurs twice among node_a\'s and node_b\'s');
+is(SnowflakeTest::out_of_order($node_b, 'ids'),
+	'0', 'within each session, committed IDs strictly increase');
+
+my ($gap_ids, $gap_ms) = split /\|/, $node_b->safe_psql('postgres', qq{
+SELECT $first - $max_old,
+       (extract(epoch FROM snowflake_timestamp($first) - snowflake_timestamp($max_old))
+        * 1000)::bigint});
+note "failover gap: node_b's first ID is $gap_ids IDs above node_a's last, "
+  . "$gap_ms ms of timestamp";
+note "node_b's clock was " . ($clock_gap // '?') . ' ms behind the reservation at its first ID';
+note sprintf('from the kill: %.2f s until the monitor showed node_b promoted, '
+	  . '%.2f s until node_b\'s first ID', $promoted_at - $killed_at, $first_at - $killed_at);
+note "the monitor's events from the kill on (seconds after the kill):\n"
+  . $monitor->safe_psql('pg_auto_failover', sprintf(q{
+SELECT round(extract(epoch FROM eventtime - to_timestamp(%.3f))::numeric, 2), nodename,
+       reportedstate, goalstate
+  FROM pgautofailover.event
+ WHERE eventtime >= to_timestamp(%.3f) ORDER BY eventid}, $killed_at, $killed_at));
+
+# --- (e) the lease on the new primary ---------------------------------------------
+my ($renewed, $renewed_expiry) = split /\|/, $node_b->safe_psql('postgres', qq{
+SELECT expires_at > now(), expires_at FROM snowflake_renew_lease($lease_token, NULL)});
+is($renewed, 't', 'its holder renews the lease on node_b with its token');
+note "the lease expired at " . (split /\|/, $lease)[4]
+  . " as node_a granted it, at $renewed_expiry as node_b renewed it (node_b's clock)";
+my ($new_worker, $new_token) = split /\|/, $node_b->safe_psql('postgres',
+	q{SELECT worker_id, token FROM snowflake_lease_worker('y', interval '1 minute')});
+is($new_worker, 253 - $lease_worker, 'a new grant on node_b gets the other worker id');
+cmp_ok($new_token, '>', $lease_token, 'with a larger token');
+my ($ret, $out, $err) = $node_b->psql('postgres',
+	q{SELECT * FROM snowflake_lease_worker('z', interval '1 minute')});
+like($err, qr/ERROR:  all 2 snowflake worker ids set aside for leases are leased/,
+	'the held lease\'s worker id is granted to nobody else');
+
+# --- (d) node_a rejoins as a secondary ---------------------------------------------
+start_pg_autoctl('node_a', {}, 'run', '--pgdata', $node_a->data_dir);
+ok(wait_for_states(node_a => 'secondary', node_b => 'primary'),
+	'node_a\'s pg_autoctl, started again, rejoins as a secondary');
+note show_state();
+is($node_a->safe_psql('postgres', 'SELECT pg_is_in_recovery()'), 't', 'node_a is a standby');
+my ($stdout);
+$ret = $node_a->psql(
+	'postgres', q(
+\set VERBOSITY verbose
+SELECT snowflake_nextval();
+),
+	stdout => \$stdout,
+	stderr => \$stderr);
+isnt($ret, 0, 'snowflake_nextval() fails on node_a');
+is($stdout, '', 'node_a issues no ID');
+like(
+	$stderr,
+	qr/\bERROR:  25006: cannot generate snowflake IDs during recovery$/m,
+	'SQLSTATE 25006 and the documented message');
+($ret, $out, $err) = $node_a->psql('postgres',
+	q{SELECT * FROM snowflake_lease_worker('on node_a', interval '1 minute')});
+like($err, qr/ERROR:  cannot lease snowflake worker ids during recovery/,
+	'and leases nothing');
+my $node_a_standby = 'pgautofailover_standby_'
+  . $monitor->safe_psql('pg_auto_failover',
+	q{SELECT nodeid FROM pgautofailover.node WHERE nodename = 'node_a'});
+$node_b->wait_for_catchup($node_a_standby);
+# Not the state: each server judges an expiry by its own clock.
+is( $node_a->safe_psql('postgres',
+		"SELECT $lease_columns FROM snowflake_leases WHERE token = $lease_token"),
+	$node_b->safe_psql('postgres',
+		"SELECT $lease_columns FROM snowflake_leases WHERE token = $lease_token"),
+	'node_a replays the lease as node_b renewed it');
+is($node_b->safe_psql('postgres', 'SELECT node_collision FROM snowflake_status()'),
+	'f', 'node_b does not take the failover for a node id collision');
+
+done_testing();
