@@ -261,10 +261,11 @@ DefineSettings(void)
 							 nullptr, &g_settings.on_node_collision, kCollisionWarn,
 							 collision_policies, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
 	DefineCustomBoolVariable("snowflake.allow_connection_leases",
-							 gettext_noop("Whether snowflake_lease_worker() grants leases held "
-										  "as long as the connection."),
-							 gettext_noop("Turn it off behind a transaction-mode connection "
-										  "pooler, where a connection is not a client."),
+							 gettext_noop("Whether snowflake_lease_worker() grants "
+										  "leases held as long as the connection."),
+							 gettext_noop("Turn it off behind a transaction-mode "
+										  "connection pooler, where a connection is not "
+										  "a client."),
 							 &g_settings.allow_connection_leases, true, PGC_SIGHUP, 0,
 							 nullptr, nullptr, nullptr);
 	DefineCustomBoolVariable("snowflake.rewrite_timestamp_comparisons",

@@ -382,8 +382,8 @@ snowflake_lease_worker(PG_FUNCTION_ARGS)
 				 errdetail("snowflake.allow_connection_leases is off, as behind a "
 						   "transaction-mode connection pooler, where a server connection "
 						   "serves many clients and outlives each of them."),
-				 errhint("Pass a ttl, such as interval '1 minute', for a time-scoped lease, "
-						 "and renew it with its token before it ends.")));
+				 errhint("Pass a ttl, such as interval '1 minute', for a time-scoped "
+						 "lease, and renew it with its token before it ends.")));
 	if (g_settings.lease_workers == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -517,10 +517,11 @@ HeldLease(LeaseTable *table, int64 token, const char *caller)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("snowflake lease %lld belongs to another connection",
 						static_cast<long long>(token)),
-				 errdetail("A connection-scoped lease is held by the connection that took it, "
-						   "and ends with it."),
-				 errhint("Call %s on that connection. Behind a connection pooler, take "
-						 "time-scoped leases (with a ttl) instead.", caller)));
+				 errdetail("A connection-scoped lease is held by the connection that "
+						   "took it, and ends with it."),
+				 errhint("Call %s on that connection. Behind a connection pooler, "
+						 "take time-scoped leases (with a ttl) instead.",
+						 caller)));
 	return index;
 }
 
