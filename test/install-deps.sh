@@ -24,7 +24,7 @@ packages=(
 	clang-format              # the format check of changed lines (test/check-format.sh)
 	shellcheck                # the lint of the shell scripts
 	faketime                  # libfaketime, for clock-fault TAP tests
-	postgresql-15-pglogical   # two-node multi-primary TAP tests (012, 014)
+	postgresql-15-pglogical   # multi-primary TAP tests on 15 (012, 014, 031)
 	postgresql-15-partman     # pg_partman 4.7, the partman recipe of 034_partitioning.pl
 	postgresql-15-auto-failover # pg_auto_failover 2.0 and pg_autoctl, for 037_pg_auto_failover.pl
 	pgbouncer                 # 036_pgbouncer.pl starts its own, in transaction mode

@@ -23,6 +23,11 @@
 # major version that it serves.  Failing to fetch them is a warning only:
 # the opr_sanity tier then fails, not the whole suite.
 #
+# Into each version built here goes pglogical as well (for the two-node
+# TAP tests), built from the upstream tarball of Debian's source package
+# and kept in the cached installation.  Failing to fetch or build it is a
+# warning only: those tests then skip on that version.
+#
 #   SNOWFLAKE_PG_CACHE     the cache (default /var/cache/snowflake-pg)
 #   SNOWFLAKE_DEBIAN_URI   the archive to fetch from (default: the first
 #                          Debian archive of this machine's apt sources)
@@ -284,6 +289,64 @@ source_versions() {
 		awk -F'|' '$3 ~ "Sources" { gsub(/ /, "", $2); print $2 }' | sort -V -r -u
 }
 
+# pglogical, for the two-node TAP tests (test/perl/SnowflakePglogical.pm):
+# Debian builds it only for its own PostgreSQL (postgresql-15-pglogical
+# here), so each version built here gets it from the upstream tarball of
+# Debian's source package, built and installed into the cached prefix,
+# which run-tests.sh copies with the rest.  Debian's patches are not needed
+# (they are packaging).  The tarball is pinned by its SHA-256, as the sid
+# index names it.  apt fetches it while an index names the version, but
+# fails as a whole when the archive does not serve one of the package's
+# other files (the mirror once served the tarball and not the
+# .debian.tar.xz), so apt's status does not count, only the tarball's
+# hash; failing that, the tarball comes from the archive's pool.
+# A marker per pglogical version in the version's cache directory, written
+# last, keeps it from being built again.  A failure is a warning only: the
+# pglogical TAP tests then skip on that version.
+pglogical_version=2.4.8
+pglogical_debian_version=2.4.8-2
+pglogical_orig_sha256=b93dc45a45bcc3c5c3e8f432bbdb1121f8ecf336dc2d4611a2eed0e3e46ed1a1
+pglogical_installed() { [ -f "$cache/$1.b$recipe/.pglogical-$pglogical_version" ]; }
+install_pglogical() {
+	local major=$1 version=$2 dir=$cache/$2.b$recipe
+	local work=$dir/pglogical orig=pglogical_$pglogical_version.orig.tar.gz
+	pglogical_installed "$version" && return 0
+	prepare_fetch "$major (pglogical)" || return 1
+	build_deps
+	rm -rf "$work"
+	mkdir -p "$work/src"
+	(cd "$work" && apt-get source -qq --download-only "pglogical=$pglogical_debian_version" >/dev/null 2>&1) || true
+	if ! echo "$pglogical_orig_sha256  $work/$orig" | sha256sum --quiet -c - >/dev/null 2>&1; then
+		rm -f "$work/$orig"
+		curl -fsSL -o "$work/$orig" "$uri/pool/main/p/pglogical/$orig" || {
+			log "WARNING: $orig: the archive does not serve it; no pglogical for PostgreSQL $major"
+			rm -rf "$work"
+			return 1
+		}
+		if ! echo "$pglogical_orig_sha256  $work/$orig" | sha256sum --quiet -c - >/dev/null 2>&1; then
+			log "WARNING: $orig: its SHA-256 is not the pinned one; no pglogical for PostgreSQL $major"
+			rm -rf "$work"
+			return 1
+		fi
+	fi
+	log "building pglogical $pglogical_version into $dir/pg (log: $dir/pglogical.log)"
+	(
+		tar -C "$work/src" --strip-components=1 -xzf "$work/$orig" &&
+			cd "$work/src" &&
+			nice -n 10 make -j2 USE_PGXS=1 PG_CONFIG="$dir/pg/bin/pg_config" &&
+			make USE_PGXS=1 PG_CONFIG="$dir/pg/bin/pg_config" install
+	) >"$dir/pglogical.log" 2>&1 || {
+		tail -n 30 "$dir/pglogical.log" >&2
+		log "WARNING: building pglogical $pglogical_version for PostgreSQL $version failed; the whole log is $dir/pglogical.log"
+		rm -rf "$work"
+		return 1
+	}
+	chmod -R a+rX "$dir/pg"
+	rm -rf "$work"
+	touch "$dir/.pglogical-$pglogical_version"
+	log "PostgreSQL $major: pglogical $pglogical_version installed"
+}
+
 # The versions worth using for major version $1, in order: the one the
 # index of its suite names, if any, then the pinned one.
 candidate_versions() {
@@ -339,6 +402,7 @@ for major in "${majors[@]}"; do
 	done
 	if [ -n "$found" ]; then
 		use_version "$major" "$found"
+		install_pglogical "$major" "$found" || true
 		# A build cached before the regression tests were kept.
 		if regress_cached "$found" ||
 			{ prepare_fetch "$major" && fetch_regress "$major" "$found" "$found"; }; then
@@ -373,5 +437,6 @@ for major in "${majors[@]}"; do
 	fi
 	use_version "$major" "$found"
 	use_regress "$major" "$found"
+	install_pglogical "$major" "$found" || true
 	log "PostgreSQL $major: built in $((SECONDS - start)) s"
 done
