@@ -1,4 +1,4 @@
-# A crash during heavy generation, and a restart with the clock 10 s back.
+# A crash during heavy generation, and a restart with the clock behind.
 # Three sessions commit rows whose key defaults to snowflake_nextval(), two
 # stream IDs to the client, and one runs a burst that keeps its IDs up to
 # max_drift ahead of the clock, when the server is stopped in immediate mode
@@ -6,18 +6,21 @@
 # of the postmaster alone: its busy backends would go on generating as
 # orphans, as they notice the postmaster's death only when they wait, and
 # keep the new postmaster from starting.  The server
-# starts again under libfaketime with its clock 10 s behind.  Proves: the
+# starts again under libfaketime with its clock 300 s behind, and just
+# before the first call the test sets it 18 s behind the reservation: the
+# gap the first call meets is set by the test, not by how fast a loaded
+# machine restarted (with a fixed 10 s offset, a restart slower than 10 s
+# left no gap to warn about).  Proves: the
 # reservation was written before the crash, and after recovery
 # snowflake_status().reserved_until covers every ID seen before it; the
 # first generation warns once about the gap; every new ID is above every
 # earlier one (committed rows and IDs the client saw), and none repeats.
 #
-# snowflake.clock_wait_timeout = 20s, not max_drift = 15s: the gap (10 s
-# plus the reservation ahead of the crash) is beyond max_drift (1 s), so the
-# first call waits for the clock to come within max_drift of the floor and
-# then succeeds.  This covers the bounded wait that ends well; IDs that
-# continue at once under a large max_drift are covered by
-# 009_restart_clock_back.pl and 011_standby_promotion.pl.
+# snowflake.clock_wait_timeout = 20s: the gap (at most 18 s) is beyond
+# max_drift (1 s), so the first call waits for the clock to come within
+# max_drift of the floor, and then succeeds.  This covers the bounded wait
+# that ends well; IDs that continue at once under a large max_drift are
+# covered by 009_restart_clock_back.pl and 011_standby_promotion.pl.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -140,14 +143,14 @@ for my $s (1 .. $streamers)
 }
 close $all or die "could not close $returned_file: $!";
 
-# --- restart with the clock 10 s back ------------------------------------------------
+# --- restart with the clock behind ---------------------------------------------------
 my $log_offset = -s $node->logfile;
-SnowflakeClock::start($node, -10);
+SnowflakeClock::start($node, -300);
 # The margin grows with the query's round trip, which a loaded machine can
 # stretch past a second.
 my ($offset, $uncertainty) = SnowflakeClock::server_offset($node);
-ok(abs($offset + 10) < 0.5 + $uncertainty,
-	sprintf('the server clock is 10 s back (%.3f s, +/- %.3f s)', $offset, $uncertainty));
+ok(abs($offset + 300) < 0.5 + $uncertainty,
+	sprintf('the server clock is 300 s back (%.3f s, +/- %.3f s)', $offset, $uncertainty));
 like(slurp_file($node->logfile, $log_offset),
 	qr/database system was interrupted|was not properly shut down/,
 	'the start recovered from the crash');
@@ -169,7 +172,12 @@ cmp_ok($reserved_ms, '>=', $reserved_before,
 	'and is not below the reservation seen before the crash');
 
 # The first call: the floor lies beyond max_drift ahead of the clock, so it
-# waits for the clock, within clock_wait_timeout, and then succeeds.
+# waits for the clock, within clock_wait_timeout, and then succeeds.  The
+# clock is put 18 s behind the reservation now; set_offset() waits until
+# every process has read it (a few seconds), so the call meets a gap of
+# several seconds, however slow the machine was until here.
+my $clock_offset = $reserved_ms / 1000 - 18 - time();
+SnowflakeClock::set_offset($node, $clock_offset);
 my ($stdout, $stderr);
 my $started = time();
 $node->psql(
@@ -183,7 +191,7 @@ my $elapsed = time() - $started;
 my ($first, $honest) = split /\|/, $stdout;
 my ($gap) = $stderr =~ /WARNING:  system clock is (\d+) ms behind the snowflake reservation/;
 ok(defined $gap, 'the first generation is warned about the gap');
-my $expected_gap = $reserved_ms - int($started * 1000 - 10_000);
+my $expected_gap = $reserved_ms - int(($started + $clock_offset) * 1000);
 ok( defined $gap && abs($gap - $expected_gap) <= 1000,
 	"the WARNING names the gap ($expected_gap ms expected)")
   or diag "gap: " . ($gap // 'none');

@@ -391,16 +391,17 @@ is( su_psql(
 		$node, "SELECT count(*) FILTER (WHERE p.prosecdef) || '|' || (count(*) > 10) $extension_functions"),
 	'0|true',
 	'L3: no function of the extension is SECURITY DEFINER');
-# snowflake_convert_column() (1.2, SECURITY INVOKER) keeps only pg_catalog
-# on its path; no other function has a SET clause.
+# snowflake_convert_column() (1.2) and snowflake_publication_tables() (1.5),
+# both SECURITY INVOKER, keep only pg_catalog on their path; no other
+# function has a SET clause.
 is( su_psql(
 		$node, "SELECT coalesce(string_agg(p.oid::regprocedure || ' ' || p.proconfig::text, ', '), '')
 		        $extension_functions
 		  WHERE p.proconfig IS NOT NULL
-		    AND NOT (p.proname = 'snowflake_convert_column'
+		    AND NOT (p.proname IN ('snowflake_convert_column', 'snowflake_publication_tables')
 		             AND p.proconfig = '{\"search_path=pg_catalog, pg_temp\"}')"),
 	'',
-	'L3: no function of the extension has a SET clause (but convert_column\'s safe path)');
+	'L3: no function of the extension has a SET clause (but two safe paths)');
 
 # --- one lease per (snowflake_lease_worker(...)).* -----------------------------
 
