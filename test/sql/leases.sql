@@ -126,7 +126,9 @@ SELECT * FROM snowflake_renew_lease(:conn_token, NULL);
 SELECT set_config('regress.old_pid', :'old_pid', false) IS NOT NULL AS noted;
 DO $$
 BEGIN
-    FOR i IN 1..500 LOOP
+    -- Up to 180 s for the old backend to exit (was 5 s, a guess at how
+    -- fast an exiting backend is reaped).
+    FOR i IN 1..18000 LOOP
         EXIT WHEN NOT EXISTS (SELECT 1 FROM pg_stat_activity
                                WHERE pid = current_setting('regress.old_pid')::integer);
         PERFORM pg_sleep(0.01);
@@ -204,7 +206,7 @@ SELECT snowflake_release_lease(token, NULL) AS released FROM snowflake_leases WH
 -- PostgreSQL runs a function once per output column of (f()).*: one
 -- statement takes one lease, however its result is expanded.
 SELECT count(*) AS leases_before FROM snowflake_leases WHERE state = 'held' \gset
-SELECT (snowflake_lease_worker('app-12', interval '1 second')).*  \gset expanded_
+SELECT (snowflake_lease_worker('app-12', interval '1 minute')).*  \gset expanded_
 SELECT count(*) - :leases_before AS leases_taken FROM snowflake_leases WHERE state = 'held';
 SELECT snowflake_release_lease(:expanded_token, NULL) AS released;
 -- Another execution of the same statement, as in a loop, takes a lease of

@@ -36,6 +36,8 @@ use SnowflakePglogical;
 
 my $db = $SnowflakePglogical::db;
 my $interval_ms = 500;
+# A timed promise (docs/multi-primary.md): a quiet machine detects the
+# collision in a few seconds, so 30 s leaves ten times that for a loaded one.
 my $detection_bound = 30;    # seconds
 
 my ($node1, $node2) = SnowflakePglogical::create_pair();

@@ -158,8 +158,11 @@ if (ok($node->start(fail_ok => 1), 'back to the old settings, the server starts'
 # And the change itself, started properly, is recorded.
 write_settings($node, sequence_bits => 13);
 $node->start;
+# The worker records it soon after the start: wait for that state, up to
+# the framework's timeout (was: 10 s).
 my $recorded = 0;
-for (1 .. 100)
+my $deadline = Time::HiRes::time() + $PostgreSQL::Test::Utils::timeout_default;
+while (Time::HiRes::time() < $deadline)
 {
 	$recorded = slurp_file($layout_file) eq "$epoch_ms 3 7 13\n";
 	last if $recorded;

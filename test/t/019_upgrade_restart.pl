@@ -26,10 +26,12 @@ snowflake.clock_wait_timeout = '60s'
 ));
 my $reservation_file = $node->data_dir . '/snowflake.reservation';
 
-# Waits until the reservation file exists; returns its content.
+# Waits until the reservation file exists, up to the framework's timeout
+# (was: 30 s); returns its content.
 sub reservation_written
 {
-	for (1 .. 300)
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+	while (time() < $deadline)
 	{
 		return slurp_file($reservation_file) if -e $reservation_file;
 		sleep(0.1);

@@ -12,10 +12,15 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
+# log_min_messages = debug1: the postmaster logs each background worker
+# it registers, so the test can see that none is registered, rather than
+# wait for one to start.
 my $preload = qq(
 shared_preload_libraries = 'snowflake'
 snowflake.node_id = 1
+log_min_messages = debug1
 );
+my $registered = qr/registering background worker "snowflake/;
 
 my $workers = q{SELECT count(*) FROM pg_catalog.pg_stat_activity
 	WHERE backend_type LIKE 'snowflake%'};
@@ -25,6 +30,8 @@ my $node = PostgreSQL::Test::Cluster->new('binary_upgrade');
 $node->init;
 $node->append_conf('postgresql.conf', $preload);
 $node->start;
+like(slurp_file($node->logfile), $registered,
+	'in normal mode the log shows the workers being registered');
 $node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
 # Outside binary-upgrade mode both workers run, the registry's connected to
 # "postgres".
@@ -38,9 +45,11 @@ system_or_bail('pg_ctl', '-w', '-D', $node->data_dir, '-l', $node->logfile,
 like(slurp_file($node->logfile, $log_offset),
 	qr/LOG:  snowflake starts no background worker in binary-upgrade mode/,
 	'the server says it starts no worker');
-# Give a worker the time it takes to start and connect in normal mode, so
-# that without the check one would be seen here.
-$node->safe_psql('postgres', 'SELECT pg_catalog.pg_sleep(3)');
+# The postmaster registers workers as it loads the library, before it
+# accepts connections: none registered now means none will start.  (Was:
+# pg_sleep(3), then no worker seen, which assumed one starts within 3 s.)
+unlike(slurp_file($node->logfile, $log_offset),
+	$registered, 'no worker is registered in binary-upgrade mode');
 is($node->safe_psql('postgres', $workers), '0', 'no worker runs in binary-upgrade mode');
 # What pg_upgrade's restore does first in the new cluster.
 my ($ret, $stdout, $stderr) = $node->psql('template1', 'DROP DATABASE postgres');

@@ -182,19 +182,22 @@ sub wait_for_states
 # whose postgresql.conf settings (listen_addresses = '' among them) come
 # after pg_autoctl's include line, which it puts at the top: the settings
 # pg_auto_failover needs are set again after them.  The monitor checks the
-# nodes every second and gives up on a lost primary after 3 s instead of
-# 20 s and 30 s.
+# nodes every second and gives up on a lost primary after 10 s instead of
+# 20 s and 30 s.  (Was: a 1 s health-check timeout and 3 s before a node
+# counts as unhealthy, which a loaded machine's slow connection or late
+# keeper report can exceed, so that the monitor fails over a healthy
+# primary; 10 s is ten times what the keeper needs between reports.)
 $monitor = PostgreSQL::Test::Cluster->new('monitor');
 $monitor->init;
 $monitor->append_conf('postgresql.conf', q{
 listen_addresses = '127.0.0.1'
 max_connections = 40
 pgautofailover.health_check_period = 1000
-pgautofailover.health_check_timeout = 1000
+pgautofailover.health_check_timeout = 5000
 pgautofailover.health_check_max_retries = 1
 pgautofailover.health_check_retry_delay = 500
-pgautofailover.node_considered_unhealthy_timeout = 3000
-pgautofailover.primary_demote_timeout = 3000
+pgautofailover.node_considered_unhealthy_timeout = 10000
+pgautofailover.primary_demote_timeout = 10000
 });
 start_pg_autoctl(
 	'monitor', {}, 'create', 'monitor',
