@@ -134,6 +134,10 @@ $offset = -s $node->logfile;
 kill 'KILL', $victim_pid;
 $victim->finish;
 $node->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
+# Polling during crash recovery can fail on its own: a psql that cannot
+# connect exits before reading its query, and IPC::Run dies writing it
+# (seen under load, where recovery took 1.6 s).  Wait for the state first.
+$node->wait_for_log(qr/database system is ready to accept connections/, $offset);
 $node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
   or die 'the server did not come back after the crash';
 
