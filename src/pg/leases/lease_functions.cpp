@@ -54,10 +54,20 @@ PG_FUNCTION_INFO_V1(snowflake_lease_import_v14);
 
 using snowflake::kNoTimestamp;
 
+/*
+ * timestamptz_to_str() returns a static buffer that its next call
+ * overwrites, and a message shows several times: each gets a copy.
+ */
+static const char *
+FormatTimestamp(TimestampTz ts)
+{
+	return pstrdup(timestamptz_to_str(ts));
+}
+
 static const char *
 FormatUnixMs(int64 unix_ms)
 {
-	return timestamptz_to_str(UnixMsToTimestampTz(unix_ms));
+	return FormatTimestamp(UnixMsToTimestampTz(unix_ms));
 }
 
 /* Leases change only on a primary: a standby's table is a replica. */
@@ -93,7 +103,7 @@ CheckClientClock(const TimestampTz *client_time, int64 now_ms, int64 previous_ms
 	else
 		client_ms = TimestampTzToUnixMs(*client_time);
 
-	const char *shown = timestamptz_to_str(*client_time);
+	const char *shown = FormatTimestamp(*client_time);
 
 	switch (snowflake::CheckClientClock(client_ms, now_ms, tolerance, previous_ms))
 	{
