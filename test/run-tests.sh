@@ -21,15 +21,19 @@
 #      default 3),
 #   9. the clients tier: psycopg 3, SQLAlchemy, Django, node-postgres,
 #      JDBC and Go (pgx) against a throwaway cluster (test/clients/run.sh),
-#  10. pg_regress and isolation again, with the extension built with
+#  10. the fuzz tier: sqlsmith's random queries and a targeted fuzzer of
+#      every function and setting, against a throwaway cluster, for crashes,
+#      hangs, internal errors and duplicate IDs (test/fuzz/run.sh, about
+#      two minutes),
+#  11. pg_regress and isolation again, with the extension built with
 #      -DUSE_ASSERT_CHECKING (make ASSERTS=1), so its Assert()s run, and
-#      TAP as well against the last version; the build without them is
-#      installed again afterwards.
+#      TAP and the fuzz tier as well against the last version; the build
+#      without them is installed again afterwards.
 # Run as root.  Prints regression diffs when a suite fails, the time of
 # each tier and of each version, and last one line:
 #   snowflake: N passed, N failed
 #
-#   SNOWFLAKE_PG_VERSIONS  the PostgreSQL major versions that tiers 5 to 10
+#   SNOWFLAKE_PG_VERSIONS  the PostgreSQL major versions that tiers 5 to 11
 #                          run against, in order (default "15 17 18").  15
 #                          is the server of PG_CONFIG (default: the
 #                          pg_config on PATH, Debian 12's); 17 and 18 are
@@ -80,11 +84,12 @@ tap_count="sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p'"
 # the tier's time on 2 cores.
 export TAP_JOBS=${TAP_JOBS:-3}
 gtest_count="sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\?\./\1/p'"
+fuzz_count="sed -n 's/^fuzz: \([0-9]*\) checks passed$/\1/p'"
 
 # Lint, in the source tree (check-format reads its git history).
 lint() {
 	local n=0
-	(cd "$top" && shellcheck -x test/*.sh test/clients/run.sh bench/*.sh .ci/run) &&
+	(cd "$top" && shellcheck -x test/*.sh test/clients/run.sh test/fuzz/run.sh bench/*.sh .ci/run) &&
 		n=$((n + 1)) && echo "shellcheck: ok"
 	bash "$top/test/check-format.sh" && n=$((n + 1))
 	as_tester make -s corefence && n=$((n + 1))
@@ -171,6 +176,7 @@ run_version() {
 		make installcheck REGRESS= ISOLATION=
 	run_tier "PG $v: clients" "sed -n 's/^clients: \([0-9]*\) checks passed.*/\1/p'" \
 		as_tester bash test/clients/run.sh
+	run_tier "PG $v: fuzz" "$fuzz_count" as_tester bash test/fuzz/run.sh
 
 	# The server-side suites again, with the extension's Assert()s compiled
 	# in, from a copy of its own; then the build without them goes back in.
@@ -181,12 +187,14 @@ run_version() {
 	timings+=("PG $v: build and install with asserts: $((SECONDS - asserts_start)) s")
 	run_tier "PG $v: pg_regress, asserts" "$regress_count" as_tester make installcheck ISOLATION= TAP_TESTS=
 	run_tier "PG $v: isolation, asserts" "$regress_count" as_tester make installcheck REGRESS= TAP_TESTS=
-	# TAP with asserts once, against the last version: it is the longest
-	# tier, and the Assert()s are the extension's, not the server's.
+	# TAP and the fuzz tier with asserts once, against the last version: TAP
+	# is the longest tier, and the Assert()s are the extension's, not the
+	# server's.
 	if [ "$v" = "$last_version" ]; then
 		run_tier "PG $v: TAP, asserts" "$tap_count" \
 			as_tester env SNOWFLAKE_PG_UPGRADE_FROM="$upgrade_from" \
 			make installcheck REGRESS= ISOLATION=
+		run_tier "PG $v: fuzz, asserts" "$fuzz_count" as_tester bash test/fuzz/run.sh
 	fi
 	(cd "$release_dir" && make -s install >/dev/null)
 	SNOWFLAKE_WORKDIR=$release_dir

@@ -1,0 +1,320 @@
+#!/usr/bin/env bash
+# The fuzz tier: random and edge-case SQL against a throwaway cluster with
+# the extension preloaded, looking for crashes, assertion failures, hangs,
+# internal errors and duplicate IDs.  Two parts, on one cluster:
+#
+#   targeted  test/fuzz/targeted.pl: every function of the extension (read
+#             from the catalog) with edge arguments; every snowflake.*
+#             setting set to bad and extreme values; calls in aborted
+#             transactions, savepoints, cursors, forced parallel query,
+#             prepared statements with generic plans, the planner's
+#             timestamp rewrite (each count compared with an unrewritten
+#             reference), leases; every ID issued is checked to be unique.
+#   sqlsmith  sqlsmith's random queries, as a role without privileges, in a
+#             database with the extension, tables of snowflake IDs, and
+#             copies of the extension's functions (SQL wrappers), so that a
+#             good share of its queries call them.
+#
+# Errors are expected; only crashes, Assert() failures, hangs, internal
+# errors and duplicates fail the tier.  After both parts, the server must be
+# the one started: same postmaster, no restart after a crash (a session
+# opened at the start is still there), nothing of the kind in its log
+# ("terminated by signal", "TRAP:", "PANIC", ...), and no query left
+# running.  Prints each part's statement count, its seed, and last
+#   fuzz: N checks passed
+# Exits non-zero on any failure, keeping the cluster's directory (scripts,
+# outputs, server log) for a replay.  Run as the unprivileged tester with
+# the extension installed (test/run-tests.sh does).
+#
+#   FUZZ_SEED              the seed of both parts (default: random; printed)
+#   FUZZ_ITERATIONS        random programs per targeted section (default 40)
+#   FUZZ_SQLSMITH_SECONDS  how long sqlsmith runs (default 40)
+#   FUZZ_SQLSMITH_QUERIES  the most queries it sends (default 100000)
+#   FUZZ_STATEMENT_TIMEOUT the statement_timeout of every session (default 5s)
+#   FUZZ_TIMEOUT           the limit of the whole tier, in seconds (default 420)
+#   FUZZ_PORT              the cluster's port, on a Unix socket only (default 5434)
+#   FUZZ_KEEP              1: keep the cluster's directory even when all passed
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+
+seed=${FUZZ_SEED:-$(((RANDOM << 15 | RANDOM) % 2147483647))}
+iterations=${FUZZ_ITERATIONS:-40}
+sqlsmith_seconds=${FUZZ_SQLSMITH_SECONDS:-40}
+sqlsmith_queries=${FUZZ_SQLSMITH_QUERIES:-100000}
+statement_timeout=${FUZZ_STATEMENT_TIMEOUT:-5s}
+total_timeout=${FUZZ_TIMEOUT:-420}
+port=${FUZZ_PORT:-5434}
+start=$SECONDS
+deadline=$((SECONDS + total_timeout))
+echo "fuzz: seed $seed (replay: FUZZ_SEED=$seed FUZZ_ITERATIONS=$iterations FUZZ_SQLSMITH_SECONDS=$sqlsmith_seconds bash test/fuzz/run.sh)"
+
+tmp=$(mktemp -d /tmp/snowflake-fuzz.XXXXXX)
+data=$tmp/data
+log=$tmp/server.log
+work=$tmp/work
+mkdir -p "$work"
+checks=0
+failures=()
+watcher=
+check() {
+	local what=$1
+	shift
+	if "$@"; then
+		checks=$((checks + 1))
+	else
+		failures+=("$what")
+		echo "fuzz: FAILED: $what"
+	fi
+}
+cleanup() {
+	if [ -n "$watcher" ]; then
+		kill "$watcher" 2>/dev/null || true
+	fi
+	if [ -f "$data/postmaster.pid" ]; then
+		pg_ctl -D "$data" -m immediate -w stop >/dev/null 2>&1 || true
+	fi
+	if [ ${#failures[@]} -eq 0 ] && [ "${FUZZ_KEEP:-0}" != 1 ]; then
+		rm -rf "$tmp"
+	else
+		echo "fuzz: kept $tmp (scripts and outputs in work/, the server log in server.log)"
+	fi
+}
+trap cleanup EXIT
+trap 'failures+=("interrupted"); exit 1' INT TERM
+# The time left before the tier's limit, for a step that may take $1 at most.
+left() {
+	local want=$1 rest=$((deadline - SECONDS))
+	[ "$rest" -lt 5 ] && rest=5
+	[ "$want" -lt "$rest" ] && rest=$want
+	echo "$rest"
+}
+
+initdb -D "$data" -A trust -U postgres --no-sync >"$tmp/initdb.log" 2>&1 ||
+	{ cat "$tmp/initdb.log"; exit 1; }
+cat >>"$data/postgresql.conf" <<EOF
+shared_preload_libraries = 'snowflake'
+listen_addresses = ''
+unix_socket_directories = '$tmp'
+port = $port
+fsync = off
+max_connections = 40
+max_prepared_transactions = 4
+snowflake.lease_workers = 16
+log_line_prefix = '%m [%p] %a '
+# The fuzzers' errors would flood the log: only LOG, FATAL and PANIC
+# (crashes, with their query) go there; and no JIT, whose compile time
+# would dwarf the queries'.
+log_min_error_statement = panic
+log_min_messages = log
+jit = off
+# A query whose client went away (sqlsmith stopped by its time limit) ends.
+client_connection_check_interval = 1000
+EOF
+pg_ctl -D "$data" -l "$log" -w -t 60 start >/dev/null || { cat "$log"; exit 1; }
+
+export PGHOST=$tmp PGPORT=$port PGUSER=postgres PGDATABASE=fuzz PGCONNECT_TIMEOUT=10
+export HOME=$tmp
+psql_admin() { psql -X -q -At -v ON_ERROR_STOP=1 -d postgres "$@"; }
+psql_admin <<EOF
+CREATE ROLE fuzz_plain LOGIN;
+CREATE ROLE smith LOGIN;
+CREATE DATABASE fuzz;
+CREATE DATABASE smith;
+ALTER DATABASE fuzz SET statement_timeout = '$statement_timeout';
+ALTER DATABASE smith SET statement_timeout = '$statement_timeout';
+ALTER ROLE smith SET statement_timeout = '$statement_timeout';
+ALTER ROLE smith SET idle_in_transaction_session_timeout = '$statement_timeout';
+ALTER ROLE fuzz_plain SET statement_timeout = '$statement_timeout';
+EOF
+# The extension in "postgres" too: snowflake.database, the node registry's.
+psql_admin -c 'CREATE EXTENSION snowflake'
+psql -X -q -v ON_ERROR_STOP=1 -d fuzz <<'EOF'
+CREATE EXTENSION snowflake;
+GRANT EXECUTE ON FUNCTION snowflake_lease_worker(text, interval, timestamptz),
+                          snowflake_renew_lease(bigint, bigint, timestamptz),
+                          snowflake_release_lease(bigint, bigint) TO fuzz_plain;
+EOF
+
+# What must not change: the postmaster, and a session opened now (a crash
+# of any backend ends every session, as the postmaster restarts them all).
+postmaster_pid=$(head -n 1 "$data/postmaster.pid")
+start_time=$(psql_admin -c 'SELECT pg_postmaster_start_time()')
+PGAPPNAME=fuzz_watcher psql -X -q -At -d postgres \
+	-c 'SET statement_timeout = 0' -c 'SELECT pg_sleep(100000)' >"$tmp/watcher.out" 2>&1 &
+watcher=$!
+for _ in $(seq 50); do
+	[ "$(psql_admin -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'fuzz_watcher' AND state = 'active'")" = 1 ] && break
+	sleep 0.1
+done
+
+# ---------------------------------------------------------------- targeted
+echo "--- targeted (test/fuzz/targeted.pl)"
+targeted_start=$SECONDS
+targeted_status=0
+FUZZ_SEED=$seed FUZZ_ITERATIONS=$iterations FUZZ_WORKDIR=$work \
+	FUZZ_TARGETED_SECONDS=$(left 300) \
+	timeout -k 10 "$(left 330)" perl "$here/targeted.pl" 2>&1 | tee "$tmp/targeted.log" ||
+	targeted_status=$?
+targeted_statements=$(sed -n 's/^targeted: \([0-9]*\) statements, .*/\1/p' "$tmp/targeted.log")
+targeted_checks=$(sed -n 's/^targeted: .* \([0-9]*\) checks passed, .*/\1/p' "$tmp/targeted.log")
+check "targeted part (exit status $targeted_status)" [ "$targeted_status" -eq 0 ]
+checks=$((checks + ${targeted_checks:-0}))
+echo "--- targeted: ${targeted_statements:-?} statements in $((SECONDS - targeted_start)) s"
+
+# ---------------------------------------------------------------- sqlsmith
+# Its database: the extension, tables of snowflake IDs and edge values, and
+# SQL copies of the extension's functions in schema sfwrap (sqlsmith draws
+# functions from the whole catalog, which has thousands; the copies make
+# ours a good share of its draws).  Its role has no privilege beyond these
+# tables and functions, and a statement_timeout it cannot escape by
+# reconnecting; the cluster listens on a Unix socket in $tmp only.
+echo "--- sqlsmith"
+smith_setup() {
+	psql -X -q -v ON_ERROR_STOP=1 -d smith <<'EOF'
+CREATE EXTENSION snowflake;
+CREATE TABLE sf_events (
+    id bigint PRIMARY KEY DEFAULT snowflake_nextval(),
+    at timestamptz, ts timestamp, span interval, note text, ok boolean, n integer, big bigint);
+INSERT INTO sf_events (at, ts, span, note, ok, n, big)
+SELECT (ARRAY['infinity', '-infinity', '4714-11-24 00:00:00+00 BC', '294276-12-31 23:59:59+00', 'epoch',
+              '2025-01-01 00:00:00+00', now()::text, (now() - interval '1 hour')::text])[1 + g % 8]::timestamptz,
+       (ARRAY['infinity', '-infinity', 'epoch', '2025-01-01', now()::text])[1 + g % 5]::timestamp,
+       (ARRAY['0', '1 ms', '-1 ms', '1 s', '1 mon', '178000000 years', '-178000000 years', '2147483647 days', '1 h'])[1 + g % 9]::interval,
+       (ARRAY['', 'x', 'id', 'snowflake_layout', repeat('h', 201), '%s%n'])[1 + g % 6],
+       (ARRAY[true, false, NULL])[1 + g % 3],
+       (ARRAY[0, 1, -1, 2147483647, -2147483648, 65535, 4096])[1 + g % 7],
+       (ARRAY[0, 1, -1, 2147483648, 9007199254740992, 9223372036854775807, -9223372036854775808])[1 + g % 7]
+  FROM generate_series(1, 300) AS g;
+INSERT INTO sf_events (id, at) VALUES (0, 'epoch'), (1, NULL), (4194304, now()),
+    (9007199254740992, now()), (9223372036854775807, 'infinity');
+CREATE INDEX ON sf_events (at);
+CREATE TABLE sf_brin (id bigint NOT NULL DEFAULT snowflake_nextval(), note text);
+CREATE INDEX ON sf_brin USING brin (id);
+INSERT INTO sf_brin (note) SELECT 'b' || g FROM generate_series(1, 300) AS g;
+CREATE TABLE sf_part (id bigint NOT NULL DEFAULT snowflake_nextval(), at timestamptz DEFAULT now())
+    PARTITION BY RANGE (id);
+DO $$
+DECLARE b bigint := snowflake_min_id(now() - interval '1 hour');
+BEGIN
+    EXECUTE format('CREATE TABLE sf_part_old PARTITION OF sf_part FOR VALUES FROM (MINVALUE) TO (%s)', b);
+    EXECUTE format('CREATE TABLE sf_part_new PARTITION OF sf_part FOR VALUES FROM (%s) TO (MAXVALUE)', b);
+END $$;
+INSERT INTO sf_part (id, at) SELECT id, at FROM sf_events WHERE id >= 0;
+CREATE VIEW sf_decoded AS
+    SELECT e.id, d.ts, d.node_id, d.worker_id, d.seq FROM sf_events AS e, snowflake_decode(e.id) AS d;
+-- The copies: LANGUAGE sql, same arguments, result and labels, so that
+-- the planner inlines what it can and the rewrite sees the real calls.
+CREATE SCHEMA sfwrap;
+DO $$
+DECLARE
+    f record;
+    i integer;
+BEGIN
+    FOR f IN
+        SELECT p.oid, p.proname, p.pronargs, pg_get_function_arguments(p.oid) AS args,
+               pg_get_function_result(p.oid) AS result, p.proretset, t.typtype,
+               p.prorettype = 'record'::regtype AS is_record,
+               CASE p.provolatile WHEN 'i' THEN 'IMMUTABLE' WHEN 's' THEN 'STABLE' ELSE 'VOLATILE' END AS vol,
+               CASE p.proparallel WHEN 's' THEN 'SAFE' WHEN 'r' THEN 'RESTRICTED' ELSE 'UNSAFE' END AS par,
+               CASE WHEN p.proisstrict THEN 'STRICT' ELSE '' END AS is_strict
+          FROM pg_proc AS p
+          JOIN pg_type AS t ON t.oid = p.prorettype
+          JOIN pg_depend AS d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+                             AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+          JOIN pg_extension AS e ON e.oid = d.refobjid AND e.extname = 'snowflake'
+         WHERE p.prokind = 'f' AND NOT p.proretset
+           AND NOT 'internal'::regtype = ANY (p.proargtypes::oid[])
+    LOOP
+        FOR i IN 1 .. 12 LOOP
+            EXECUTE format('CREATE FUNCTION sfwrap.%I(%s) RETURNS %s LANGUAGE sql %s %s PARALLEL %s AS %L',
+                           f.proname || '_' || i, f.args, f.result, f.vol, f.is_strict, f.par,
+                           CASE WHEN f.is_record OR f.typtype = 'c' THEN 'SELECT * FROM ' ELSE 'SELECT ' END
+                           || 'public.' || quote_ident(f.proname) || '('
+                           || (SELECT coalesce(string_agg('$' || k, ', '), '')
+                                 FROM generate_series(1, f.pronargs) AS k) || ')');
+        END LOOP;
+    END LOOP;
+END $$;
+GRANT USAGE ON SCHEMA sfwrap TO smith;
+GRANT SELECT, INSERT, UPDATE, DELETE ON sf_events, sf_brin, sf_part, sf_decoded TO smith;
+GRANT EXECUTE ON FUNCTION snowflake_lease_worker(text, interval, timestamptz),
+                          snowflake_renew_lease(bigint, bigint, timestamptz),
+                          snowflake_release_lease(bigint, bigint) TO smith;
+ANALYZE;
+EOF
+}
+smith_status=0
+smith_queries=0
+smith_ours=0
+smith_run() {
+	local wrappers routines start=$SECONDS
+	wrappers=$(psql -X -At -d smith -c "SELECT count(*) FROM pg_proc WHERE pronamespace = 'sfwrap'::regnamespace") &&
+		routines=$(psql -X -At -d smith -c "SELECT count(*) FROM pg_proc WHERE prokind = 'f' AND NOT proretset") ||
+		return 1
+	echo "sqlsmith: $wrappers copies of the extension's functions among $routines functions; seed $seed, $sqlsmith_seconds s, at most $sqlsmith_queries queries"
+	# --exclude-catalog: no queries over the catalog's tables (functions
+	# stay); -oL: each query is in the dump as soon as it is sent.
+	timeout -k 5 "$(left "$sqlsmith_seconds")" stdbuf -oL \
+		sqlsmith --target="host=$tmp port=$port user=smith dbname=smith application_name=fuzz_sqlsmith" \
+		--exclude-catalog --seed="$seed" --max-queries="$sqlsmith_queries" --dump-all-queries \
+		>"$work/sqlsmith.queries" 2>"$work/sqlsmith.log" || smith_status=$?
+	smith_queries=$(grep -c ';$' "$work/sqlsmith.queries" || true)
+	smith_ours=$(awk '/snowflake_[a-z_0-9]*\(/ { hit = 1 } /;$/ { n += hit; hit = 0 } END { print n + 0 }' "$work/sqlsmith.queries")
+	echo "sqlsmith: $smith_queries queries in $((SECONDS - start)) s, $smith_ours of them calling the extension's functions"
+	# 124: stopped by its time limit, the usual end.
+	if [ "$smith_status" -ne 0 ] && [ "$smith_status" -ne 124 ]; then
+		echo "sqlsmith: exit status $smith_status"
+		tail -n 20 "$work/sqlsmith.log"
+		return 1
+	fi
+	[ "$smith_queries" -gt 0 ]
+}
+if check "sqlsmith's database set up" smith_setup; then
+	check "sqlsmith ran and sent queries" smith_run
+fi
+
+# ---------------------------------------------------------------- the server
+# No query still running: every statement ends within statement_timeout.
+# The fuzzers' sessions (sqlsmith names its own "sqlsmith::dut").
+ours="(application_name LIKE 'fuzz%' OR application_name LIKE 'sqlsmith%' OR usename IN ('smith', 'fuzz_plain')) AND application_name <> 'fuzz_watcher' AND backend_type = 'client backend'"
+no_query_left() {
+	local n i
+	for i in $(seq 40); do
+		n=$(psql_admin -c "SELECT count(*) FROM pg_stat_activity WHERE $ours")
+		[ "$n" = 0 ] && return 0
+		[ "$i" -ge 20 ] && psql_admin -c "SELECT pid, state, now() - query_start, left(query, 500) FROM pg_stat_activity WHERE $ours AND state = 'active'" >&2
+		sleep 0.5
+	done
+	psql_admin -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE $ours" >/dev/null
+	return 1
+}
+check "no query left running (a hang)" no_query_left
+# The session opened at the start is still there: no backend crashed.
+watcher_alive() {
+	[ "$(psql_admin -c "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'fuzz_watcher'")" = t ] || return 1
+	wait "$watcher" || true
+	watcher=
+	grep -q 'canceling statement due to user request' "$tmp/watcher.out"
+}
+check "the session opened at the start survived (no crash and restart)" watcher_alive
+check "the same postmaster runs" [ "$(head -n 1 "$data/postmaster.pid")" = "$postmaster_pid" ]
+check "pg_postmaster_start_time() did not change" \
+	[ "$(psql_admin -c 'SELECT pg_postmaster_start_time()')" = "$start_time" ]
+crash_patterns='terminated by signal|was terminated by exception|TRAP:|PANIC|server process \(PID|terminating any other active server processes|all server processes terminated|database system was interrupted|not properly shut down|automatic recovery in progress|Failed process was running|exited with exit code [^0]|terminated by signal'
+no_crash_in_log() {
+	# A parallel worker that raised an error exits with status 1; that is no crash.
+	if grep -E "$crash_patterns" "$log" | grep -v 'background worker "parallel worker" (PID [0-9]*) exited with exit code 1' >&2; then
+		return 1
+	fi
+}
+check "no crash, Assert() failure or PANIC in the server log" no_crash_in_log
+check "the extension still issues IDs" psql -X -q -At -d fuzz -c 'SELECT snowflake_nextval()' -o /dev/null
+
+echo "fuzz: targeted ${targeted_statements:-?} statements, sqlsmith $smith_queries statements; $((SECONDS - start)) s in all (seed $seed)"
+if [ ${#failures[@]} -ne 0 ]; then
+	echo "fuzz: server log: $log (last lines below)"
+	grep -v 'background worker "parallel worker" (PID [0-9]*) exited with exit code 1' "$log" | tail -n 30
+	echo "fuzz: $checks checks passed, ${#failures[@]} failed: ${failures[*]}"
+	exit 1
+fi
+echo "fuzz: $checks checks passed"

@@ -1,0 +1,1166 @@
+#!/usr/bin/perl
+# test/fuzz/targeted.pl: the targeted half of the fuzz tier (test/fuzz/run.sh).
+#
+# Reads the extension's functions from the catalog (pg_proc joined with
+# pg_depend on the extension, so a new function is covered without an edit
+# here) and its settings (pg_settings, snowflake.%), and drives them through
+# psql with edge values, one statement per line of a generated script:
+#
+#   edge      every function, with every edge value of each argument's type
+#             (NULL, 0, +-1, 2^31, 2^53, 2^63, infinities, the first and last
+#             millisecond of the layout, empty and long and format strings,
+#             ...), all combinations when there are few, else each argument
+#             varied around typical values plus random combinations; with and
+#             without default arguments, in FROM and in the select list;
+#   settings  every snowflake.* setting set to bad and extreme values with
+#             SET, SET LOCAL, set_config() and ALTER SYSTEM + pg_reload_conf(),
+#             each followed by calls of every function, then reset;
+#   txn       random programs of calls in transaction blocks: errors that
+#             abort them, savepoints rolled back to, PL/pgSQL exception
+#             blocks, prepared transactions, read-only and serializable ones,
+#             cancels mid-batch, pg_terminate_backend() of another session;
+#   cursors   random cursors over snowflake_nextval() and batches, fetched
+#             part way, scrolled backward, held over a commit, closed;
+#   parallel  forced parallel query (debug_parallel_query or, on 15,
+#             force_parallel_mode) over a table scan calling every function,
+#             and PL/pgSQL wrappers that claim PARALLEL SAFE, so each
+#             function runs inside a parallel worker;
+#   prepared  PREPARE/EXECUTE of every function with the edge values as
+#             parameters, under custom, generic and automatic plans;
+#   rewrite   the planner's rewrite of snowflake_timestamp(id) <op> ts and
+#             (snowflake_decode(id)).ts <op> ts, on a B-tree, a BRIN and a
+#             partitioned table, with edge timestamps as literals and as
+#             parameters of generic plans, serially and in parallel; every
+#             count is compared with the same query that the rewrite cannot
+#             touch (the timestamp computed below OFFSET 0);
+#   leases    lease programs: grants, renewals and releases with real tokens
+#             and edge tokens, IDs and client times, from the holder's role
+#             and another one;
+#   role      every function called by a role without privileges;
+# while a second session ("noise") issues IDs, batches and cursors all along.
+#
+# Errors are expected: each must be a clean ERROR.  A failure is an internal
+# error (SQLSTATE class XX), a statement cancelled by statement_timeout that
+# was not meant to be (a hang), a lost connection (a crash), a duplicate ID,
+# a rewritten query whose count differs from the reference, or a psql run
+# that does not finish in time.  Every ID issued is printed (rows tagged
+# "fuzzid", or NOTICEs inside PL/pgSQL), so IDs issued in transactions that
+# roll back count too; all must be distinct.  The IDs of committed
+# transactions also go into fuzz_ids, whose primary key refuses a duplicate.
+#
+# Connects as PGHOST/PGPORT/PGUSER/PGDATABASE say, as a superuser.
+#   FUZZ_SEED           the seed (default: from the time and pid); printed
+#   FUZZ_ITERATIONS     random programs per section (default 40)
+#   FUZZ_WORKDIR        where the scripts and their output go (required)
+#   FUZZ_TARGETED_SECONDS  the time this may take in all (default 240)
+#   FUZZ_NOISE          1 (default) to run the concurrent session, 0 not
+# Prints one line per section and last
+#   targeted: N statements, M IDs, C checks passed, F failed (seed S)
+# and exits non-zero if any check failed.
+use strict;
+use warnings;
+use IPC::Run qw(run timeout);
+use Time::HiRes qw(time sleep);
+use POSIX ();
+
+my $seed = $ENV{FUZZ_SEED};
+$seed = (int(time * 1000) ^ ($$ << 8)) % 2147483647 if !defined $seed || $seed eq '';
+die "FUZZ_SEED must be an integer\n" unless $seed =~ /^\d+$/;
+my $iterations = $ENV{FUZZ_ITERATIONS} // 40;
+my $workdir = $ENV{FUZZ_WORKDIR} or die "FUZZ_WORKDIR is not set\n";
+my $budget = $ENV{FUZZ_TARGETED_SECONDS} // 240;
+my $noise_on = $ENV{FUZZ_NOISE} // 1;
+my $started = time;
+my $deadline = $started + $budget;
+srand($seed);
+print "targeted: seed $seed, $iterations iterations (replay: FUZZ_SEED=$seed FUZZ_ITERATIONS=$iterations)\n";
+
+my @psql = ('psql', '-X', '-q', '-At', '-F', '|', '-v', 'VERBOSITY=verbose', '-v', 'ON_ERROR_STOP=0');
+
+# ---------------------------------------------------------------- results
+
+my @failures;            # one line each
+my $checks = 0;          # passed checks
+my $statements_total = 0;
+my %section_statements;
+my %errors_by_state;     # SQLSTATE -> count
+my %extension_errors;    # "SQLSTATE message-shape (location)" -> count, raised by our C++
+my %warnings;
+my @ids;                 # every ID seen, once per issue
+my %keyed;               # "key|id" of rows that may be fetched again (scroll cursors)
+my %cmp;                 # rewrite comparisons: key -> {a => n, b => n}
+
+sub fail { my ($msg) = @_; push @failures, $msg; print "targeted: FAILED: $msg\n"; }
+sub check { my ($ok, $msg) = @_; if ($ok) { $checks++ } else { fail($msg) } return $ok; }
+
+# ---------------------------------------------------------------- psql
+
+sub sql_quote { my ($s) = @_; $s =~ s/'/''/g; return "'$s'"; }
+
+# Rows of one catalog query, fields split on \x1f.  Dies on error.
+sub query_rows {
+	my ($sql) = @_;
+	my ($out, $err) = ('', '');
+	run [ 'psql', '-X', '-q', '-At', '-F', "\x1f", '-v', 'ON_ERROR_STOP=1', '-c', $sql ],
+		'>', \$out, '2>', \$err, timeout(60)
+		or die "targeted: query failed: $sql\n$err";
+	return map { [ split /\x1f/, $_, -1 ] } split /\n/, $out;
+}
+
+# A statement: its SQL (one line), and cancel => 1 if statement_timeout may
+# cancel it (a deliberately short one), which is otherwise a hang.
+sub st { my ($sql, %opt) = @_; $sql =~ s/\s*\n\s*/ /g; return { sql => $sql, %opt }; }
+
+my $script_seq = 0;
+
+# Runs statements in one psql session; parses what it printed.  $opt{noise}:
+# the session may be cancelled or terminated by the main one.
+sub run_script {
+	my ($section, $stmts, %opt) = @_;
+	$script_seq++;
+	my $base = sprintf('%s/%03d-%s', $workdir, $script_seq, $section);
+	open my $fh, '>', "$base.sql" or die "$base.sql: $!";
+	print $fh "$_->{sql}\n" for @$stmts;
+	close $fh;
+	my $limit = $opt{limit} // ($deadline - time);
+	$limit = 10 if $limit < 10;
+	my ($status, $timed_out) = (0, 0);
+	local $ENV{PGAPPNAME} = $opt{appname} // 'fuzz_main';
+	eval {
+		run [ @psql, '-f', "$base.sql" ], '<', \undef, '>', "$base.out", '2>', "$base.err",
+			timeout($limit);
+		$status = $? >> 8;
+		1;
+	} or do {
+		$timed_out = 1;
+		$status = -1;
+	};
+	my ($ran, $lost_reported, $terminated) = parse_output($section, $base, $stmts, %opt);
+	$section_statements{$section} += $ran;
+	$statements_total += $ran;
+	# psql ends with 0 when statements fail (ON_ERROR_STOP=0); 2 is a lost
+	# connection, 1 a failure of its own.
+	if (!$timed_out && $status != 0 && !$lost_reported && !$terminated) {
+		open my $eh, '<', "$base.err";
+		my @tail = $eh ? (<$eh>)[-3 .. -1] : ();
+		fail("$section: psql exited with status $status ($base.err: " . join('', grep { defined } @tail) . ')');
+	}
+	if ($timed_out) {
+		my $active = eval {
+			join '; ', map { "$_->[0] for $_->[1]: $_->[2]" } query_rows(
+				"SELECT pid, now() - query_start, left(query, 300) FROM pg_stat_activity "
+				  . "WHERE state = 'active' AND application_name LIKE 'fuzz%'");
+		} // '?';
+		fail("$section: psql did not finish within $limit s (a hang?); $base.sql, "
+			  . "statement " . ($ran + 1) . "; active: $active");
+		query_rows("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+			  . "WHERE application_name LIKE 'fuzz%' AND application_name <> 'fuzz_watcher' AND pid <> pg_backend_pid()");
+	}
+	return ($status, $ran);
+}
+
+# Reads $base.out and $base.err: IDs, comparison rows, errors.  Returns the
+# number of statements run (all of them, unless the connection was lost),
+# whether the connection was lost, and whether the main session terminated
+# this one on purpose.
+sub parse_output {
+	my ($section, $base, $stmts, %opt) = @_;
+	my $n = scalar @$stmts;
+	open my $out, '<', "$base.out" or die "$base.out: $!";
+	while (my $line = <$out>) {
+		chomp $line;
+		if ($line =~ /^fuzzid\|([^|]*)\|(.*)$/) {
+			record_ids($1, $2);
+		} elsif ($line =~ /^cmp\|([^|]+)\|([ab])\|(\d+)$/) {
+			$cmp{$1}{$2} = $3;
+		}
+	}
+	close $out;
+	open my $err, '<', "$base.err" or die "$base.err: $!";
+	my ($last, $lost, $terminated, $lost_line) = (undef, 0, 0, undef);
+	while (my $line = <$err>) {
+		chomp $line;
+		if ($line =~ /^psql:[^:]*:(\d+): (ERROR|FATAL|PANIC|WARNING|NOTICE|INFO|LOG):\s+(?:([0-9A-Z]{5}): )?(.*)$/) {
+			my ($lineno, $level, $state, $msg) = ($1, $2, $3 // '?????', $4);
+			$last = undef;
+			if ($level eq 'NOTICE' || $level eq 'INFO') {
+				record_ids($1, $2) if $msg =~ /^fuzzid\|([^|]*)\|(.*)$/;
+				next;
+			}
+			my $stmt = $stmts->[$lineno - 1] // { sql => '?' };
+			if ($level eq 'WARNING') {
+				$warnings{"$state $msg"}++;
+				next;
+			}
+			$errors_by_state{$state}++;
+			$last = { state => $state, msg => $msg, line => $lineno, stmt => $stmt };
+			$terminated = 1 if $state eq '57P01' && $opt{noise};
+			if ($state =~ /^XX/ || $level eq 'PANIC') {
+				fail("$section: internal error $state \"$msg\" from: $stmt->{sql}  ($base.sql:$lineno)");
+			} elsif ($state eq '57014' && !$stmt->{cancel} && !$opt{noise}) {
+				fail("$section: cancelled (statement_timeout, a hang?) \"$msg\": $stmt->{sql}  ($base.sql:$lineno)");
+			} elsif ($state eq '23505' && $msg =~ /fuzz_ids/) {
+				fail("$section: duplicate ID in fuzz_ids: \"$msg\": $stmt->{sql}  ($base.sql:$lineno)");
+			} elsif ($state =~ /^57P0[2-4]$/ || ($state =~ /^57P01$/ && !$opt{noise})) {
+				fail("$section: server went away ($state \"$msg\") at: $stmt->{sql}  ($base.sql:$lineno)");
+			}
+		} elsif ($line =~ /^psql:[^:]*:(\d+): (server closed the connection unexpectedly|connection to server was lost|.*could not connect|.*connection to server .* failed)/) {
+			$lost = 1;
+			$lost_line = $1;
+		} elsif ($line =~ /^(server closed the connection unexpectedly|connection to server was lost)/) {
+			$lost = 1;
+		} elsif ($last && $line =~ /^LOCATION:\s+(\S+), (\S+?):\d+$/) {
+			my ($func, $file) = ($1, $2);
+			if ($file =~ /\.cpp$/) {
+				(my $shape = $last->{msg}) =~ s/-?\d+/N/g;
+				$extension_errors{"$last->{state} $shape ($func)"}++;
+			}
+		}
+	}
+	close $err;
+	my $ran = $n;
+	if ($lost) {
+		$ran = $lost_line // $n;
+		if (!$terminated) {
+			my $stmt = defined $lost_line ? $stmts->[$lost_line - 1]{sql} : '?';
+			fail("$section: the connection was lost (a crash?) at: $stmt  ($base.sql:"
+				  . ($lost_line // '?') . ")");
+		}
+	}
+	return ($ran, $lost, $terminated);
+}
+
+sub record_ids {
+	my ($key, $rest) = @_;
+	for my $id (split /\|/, $rest) {
+		next if $id eq '';
+		if ($id !~ /^-?\d+$/) {
+			fail("not an ID in the output: \"$id\"");
+			next;
+		}
+		if ($key ne '-' && $key ne '') {
+			next if $keyed{"$key|$id"}++;
+		}
+		push @ids, $id;
+	}
+}
+
+# ---------------------------------------------------------------- the catalog
+
+my ($server_version) = map { $_->[0] } query_rows('SHOW server_version_num');
+my @functions;
+for my $r (query_rows(<<'SQL')) {
+SELECT quote_ident(n.nspname) || '.' || quote_ident(p.proname), p.proname, p.pronargs,
+       p.pronargdefaults, p.proretset, p.provolatile, p.proparallel, p.proisstrict,
+       format_type(p.prorettype, NULL), t.typtype,
+       array_to_string(ARRAY(SELECT format_type(u.t, NULL)
+                               FROM unnest(coalesce(p.proallargtypes, p.proargtypes::oid[]))
+                                    WITH ORDINALITY AS u(t, i) ORDER BY u.i), ';'),
+       coalesce(array_to_string(p.proargmodes, ';'), ''),
+       coalesce(array_to_string(p.proargnames, ';', ''), ''),
+       p.oid::regprocedure::text
+  FROM pg_proc AS p
+  JOIN pg_namespace AS n ON n.oid = p.pronamespace
+  JOIN pg_type AS t ON t.oid = p.prorettype
+  JOIN pg_depend AS d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+                     AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+  JOIN pg_extension AS e ON e.oid = d.refobjid AND e.extname = 'snowflake'
+ WHERE p.prokind = 'f'
+ ORDER BY p.proname, p.oid
+SQL
+	my ($qname, $name, $nargs, $ndefaults, $retset, $vol, $par, $strict, $rettype, $rettyptype,
+		$alltypes, $modes, $names, $signature) = @$r;
+	my @types = split /;/, $alltypes, -1;
+	my @modes = split /;/, $modes, -1;
+	my @names = split /;/, $names, -1;
+	my (@argtypes, @argnames);
+	for my $i (0 .. $#types) {
+		next if @modes && $modes[$i] !~ /^[ibv]$/;
+		push @argtypes, $types[$i];
+		push @argnames, $names[$i] // '';
+	}
+	push @functions, {
+		qname => $qname, name => $name, ndefaults => $ndefaults, retset => $retset eq 't',
+		volatile => $vol eq 'v', parallel => $par, rettype => $rettype,
+		record => ($rettyptype eq 'c' || $rettype eq 'record'), argtypes => \@argtypes,
+		argnames => \@argnames, signature => $signature,
+		# Issues IDs: a volatile function returning bigint (snowflake_nextval
+		# and its batch form); their results are recorded and checked.
+		issues_ids => ($vol eq 'v' && $rettype eq 'bigint' ? 1 : 0),
+		leases => ($vol eq 'v' && $name =~ /lease/ ? 1 : 0),
+		# Changes the schema: kept out of the repeated probes.
+		ddl => ($name =~ /convert/ ? 1 : 0),
+		callable => (grep { $_ eq 'internal' } @argtypes) ? 0 : 1,
+	};
+}
+die "targeted: the extension has no functions (is it created?)\n" unless @functions;
+my @settings = map {
+	{ name => $_->[0], vartype => $_->[1], context => $_->[2], min => $_->[3], max => $_->[4],
+	  unit => $_->[5], enumvals => $_->[6] }
+} query_rows("SELECT name, vartype, context, coalesce(min_val, ''), coalesce(max_val, ''), "
+	  . "coalesce(unit, ''), coalesce(array_to_string(enumvals, ';'), '') "
+	  . "FROM pg_settings WHERE name LIKE 'snowflake.%' ORDER BY name");
+my %has = map { $_->{name} => 1 } @functions;
+my ($epoch, $last_ms, $recent_id) = @{ (query_rows(<<'SQL'))[0] };
+SELECT s.epoch, s.epoch + ((2::numeric ^ s.timestamp_bits - 1) * interval '1 ms'),
+       snowflake_nextval()
+  FROM snowflake_status() AS s
+SQL
+record_ids('-', $recent_id);
+printf "targeted: %d functions, %d settings, PostgreSQL %s, layout %s to %s\n",
+	scalar @functions, scalar @settings, $server_version, $epoch, $last_ms;
+
+# ---------------------------------------------------------------- edge values
+
+my $lease_cleanup = st(q{DO $c$ DECLARE r record; BEGIN FOR r IN SELECT token FROM snowflake_leases WHERE state = 'held' LOOP BEGIN PERFORM snowflake_release_lease(r.token, NULL); EXCEPTION WHEN others THEN NULL; END; END LOOP; END $c$;});
+
+my @ts_literals = ('infinity', '-infinity', '4714-11-24 00:00:00+00 BC', '294276-12-31 23:59:59+00',
+	'294276-12-31 23:59:59.999999+00',
+	'epoch', '2000-01-01 00:00:00+00', $epoch);
+my %edges = (
+	bigint => [ 'NULL::bigint', '0::bigint', '1::bigint', '(-1)::bigint', '2147483647::bigint',
+		'(-2147483648)::bigint', '2147483648::bigint', '9007199254740992::bigint',
+		'9223372036854775807::bigint', "'-9223372036854775808'::bigint", "$recent_id\::bigint",
+		'4194303::bigint', '4194304::bigint' ],
+	integer => [ 'NULL::integer', '0', '1', '-1', '2', '100', '4096', '1000001', '2147483647',
+		"'-2147483648'::integer" ],
+	smallint => [ 'NULL::smallint', '0::smallint', '1::smallint', '(-1)::smallint', '32767::smallint',
+		"'-32768'::smallint" ],
+	boolean => [ 'NULL::boolean', 'true', 'false' ],
+	text => [ 'NULL::text', "''::text", "'x'::text", "repeat('h', 200)", "repeat('h', 201)",
+		"repeat('x', 100000)", "'%s%s%s%n%p'::text", "E'quote''\\\\back\\nnl\\ttab'::text",
+		"'ñ☃😀'::text", "'no_such_name'::text", "'snowflake_layout'::text", "'id'::text" ],
+	name => [ 'NULL::name', "''::name", "'id'::name", "repeat('n', 63)::name", "repeat('n', 64)::name",
+		"'no_such_column'::name", "'%s%n'::name", "'v'::name", "'ref'::name" ],
+	regclass => [ 'NULL::regclass', "'fuzz_conv_a'::regclass", "'fuzz_conv_b'::regclass",
+		"'fuzz_conv_c'::regclass", "'fuzz_conv_d'::regclass", "'fuzz_t'::regclass",
+		"'fuzz_part'::regclass", "'snowflake_layout'::regclass", "'pg_class'::regclass",
+		"'fuzz_view'::regclass", "'fuzz_seq'::regclass", '0::oid::regclass',
+		'4294967295::oid::regclass' ],
+	oid => [ 'NULL::oid', '0::oid', '1::oid', '4294967295::oid' ],
+	'timestamp with time zone' => [ 'NULL::timestamptz', (map { sql_quote($_) . '::timestamptz' } @ts_literals),
+		'now()', 'clock_timestamp()', "now() + interval '1 day'", "now() - interval '1 s'",
+		sql_quote($epoch) . "::timestamptz - interval '1 microsecond'",
+		sql_quote($epoch) . "::timestamptz + interval '1 ms'", sql_quote($last_ms) . '::timestamptz',
+		sql_quote($last_ms) . "::timestamptz + interval '1 ms'" ],
+	'timestamp without time zone' => [ 'NULL::timestamp', "'infinity'::timestamp", "'-infinity'::timestamp",
+		"'4714-11-24 00:00:00 BC'::timestamp", "'294276-12-31 23:59:59.999999'::timestamp",
+		"'epoch'::timestamp", 'localtimestamp' ],
+	date => [ 'NULL::date', "'infinity'::date", "'-infinity'::date", "'4714-11-24 BC'::date",
+		"'5874897-12-31'::date", "'epoch'::date", 'current_date' ],
+	interval => [ 'NULL::interval', "'0'::interval", "'1 ms'::interval", "'-1 ms'::interval",
+		"'1 microsecond'::interval", "'999 microseconds'::interval", "'1 s'::interval",
+		"'-1 day'::interval", "'24 hours'::interval", "'24 hours 1 microsecond'::interval",
+		"'1 mon'::interval", "'1 mon -30 days'::interval", "'178000000 years'::interval",
+		"'-178000000 years'::interval", "'2147483647 days'::interval", "'-2147483648 days'::interval",
+		"'2562047788:00:54.775807'::interval", "'-2562047788:00:54.775807'::interval",
+		($server_version >= 170000 ? ("'infinity'::interval", "'-infinity'::interval") : ()) ],
+	numeric => [ 'NULL::numeric', '0::numeric', "'NaN'::numeric", '1e100::numeric', '-1.5::numeric' ],
+	'double precision' => [ 'NULL::float8', '0::float8', "'NaN'::float8", "'Infinity'::float8",
+		"'-Infinity'::float8", '1e308::float8' ],
+);
+$edges{'character varying'} = [ map { my $v = $_; $v =~ s/::text$//; "($v)::varchar" } @{ $edges{text} } ];
+# What a probe passes: values that usually work.
+my %typical = (
+	bigint => "$recent_id\::bigint", integer => '3', smallint => '1::smallint', boolean => 'true',
+	text => "'fuzz probe'::text", name => "'id'::name", regclass => "'fuzz_t'::regclass",
+	oid => '0::oid', 'timestamp with time zone' => 'now()', 'timestamp without time zone' => 'localtimestamp',
+	date => 'current_date', interval => "'1 s'::interval", numeric => '1::numeric',
+	'double precision' => '1::float8', 'character varying' => "'fuzz probe'::varchar",
+);
+
+sub edges_for {
+	my ($type, $argname) = @_;
+	my @e;
+	if ($edges{$type}) {
+		@e = @{ $edges{$type} };
+	} elsif ($type =~ /^(.*)\[\]$/) {
+		my $elem = $1;
+		@e = ("NULL::$type", "'{}'::$type", "'{NULL}'::$type");
+		my @el = grep { !/^NULL/ } @{ $edges{$elem} // [] };
+		push @e, "ARRAY[" . join(', ', @el[0 .. ($#el < 3 ? $#el : 3)]) . "]::$type" if @el;
+	} else {
+		@e = ("NULL::$type");
+	}
+	# Values that reach further than a type's edges, by the argument's name.
+	if ($argname =~ /token/) {
+		push @e, '(SELECT max(token) FROM snowflake_leases)', '(SELECT min(token) FROM snowflake_leases)';
+	} elsif ($type eq 'bigint' && $argname =~ /(^|_)id$/) {
+		push @e, '(SELECT max(id) FROM fuzz_ids)';
+	}
+	return @e;
+}
+sub typical_for {
+	my ($type) = @_;
+	return $typical{$type} // "NULL::$type";
+}
+
+sub pick { return $_[ int rand @_ ]; }
+
+# A call of $f with the argument expressions @args, as statements: in FROM
+# (records and sets), in the select list, and for an ID issuer with its IDs
+# printed.
+sub call_forms {
+	my ($f, $args, %opt) = @_;
+	my $call = "$f->{qname}(" . join(', ', @$args) . ')';
+	my @s;
+	if ($f->{issues_ids}) {
+		push @s, st("SELECT 'fuzzid', '-', x FROM $call AS x;");
+		push @s, st("SELECT 'fuzzid', '-', $call;") if $opt{all} || rand() < 0.3;
+	} elsif ($f->{retset} || $f->{record}) {
+		push @s, st("SELECT * FROM $call LIMIT 50;");
+		push @s, st("SELECT ($call)" . ($f->{record} ? '.*' : '') . ($f->{retset} ? ' LIMIT 50' : '') . ';')
+			if $opt{all} || rand() < 0.3;
+	} else {
+		push @s, st("SELECT $call;");
+	}
+	push @s, $lease_cleanup if $f->{leases};
+	return @s;
+}
+
+# Typical arguments of $f, or undef if it cannot be called from SQL.
+sub typical_args {
+	my ($f) = @_;
+	return undef unless $f->{callable};
+	my @names = @{ $f->{argnames} };
+	# A token: the newest held lease's.
+	return [ map { $names[$_] =~ /token/ ? "(SELECT max(token) FROM snowflake_leases WHERE state = 'held')" : typical_for($f->{argtypes}[$_]) } 0 .. $#{ $f->{argtypes} } ];
+}
+
+# One call of every function (but DDL) with typical arguments: what runs
+# after each change of a setting.  Grants first, releases last, so that
+# renewals find the lease held.
+sub probe_rank { my ($f) = @_; return $f->{name} =~ /lease_worker/ ? 0 : $f->{name} =~ /renew/ ? 1 : $f->{name} =~ /release/ ? 3 : 2; }
+sub probe {
+	my @s;
+	for my $f (sort { probe_rank($a) <=> probe_rank($b) } @functions) {
+		next if $f->{ddl};
+		my $args = typical_args($f) or next;
+		push @s, grep { $_ != $lease_cleanup } call_forms($f, $args);
+	}
+	push @s, $lease_cleanup;
+	push @s, st("SELECT count(*) FROM fuzz_t WHERE snowflake_timestamp(id) >= now() - interval '1 hour';")
+		if $has{snowflake_timestamp};
+	return @s;
+}
+
+# ---------------------------------------------------------------- fixtures
+
+my @setup = map { st($_) } (
+	'CREATE TABLE fuzz_ids (id bigint PRIMARY KEY);',
+	'CREATE TABLE fuzz_t (id bigint);',
+	"INSERT INTO fuzz_t SELECT snowflake_nextval() FROM generate_series(1, 4000) RETURNING 'fuzzid', '-', id;",
+	'INSERT INTO fuzz_ids SELECT id FROM fuzz_t;',
+	'INSERT INTO fuzz_t VALUES (0), (1), (4194303), (4194304), (9007199254740992), (9223372036854775807), (NULL);',
+	"INSERT INTO fuzz_t SELECT snowflake_min_id(t) FROM unnest(ARRAY['$epoch'::timestamptz, '$epoch'::timestamptz + interval '1 ms', now() - interval '1 day', now() + interval '1 day', '$last_ms'::timestamptz]) AS t;",
+	"INSERT INTO fuzz_t SELECT snowflake_max_id(t) FROM unnest(ARRAY['$epoch'::timestamptz, now() - interval '1 day', now(), '$last_ms'::timestamptz]) AS t;",
+	'CREATE INDEX fuzz_t_id ON fuzz_t (id);',
+	'CREATE TABLE fuzz_small AS SELECT id FROM fuzz_t WHERE id IS NOT NULL ORDER BY id DESC LIMIT 200;',
+	'CREATE TABLE fuzz_brin AS SELECT id FROM fuzz_t;',
+	'CREATE INDEX fuzz_brin_id ON fuzz_brin USING brin (id) WITH (pages_per_range = 1);',
+	'CREATE TABLE fuzz_part (id bigint) PARTITION BY RANGE (id);',
+	q{DO $d$ DECLARE b1 bigint := snowflake_min_id(now() - interval '1 day'); b2 bigint := snowflake_min_id(now() - interval '1 hour'); BEGIN EXECUTE format('CREATE TABLE fuzz_part_old PARTITION OF fuzz_part FOR VALUES FROM (MINVALUE) TO (%s)', b1); EXECUTE format('CREATE TABLE fuzz_part_day PARTITION OF fuzz_part FOR VALUES FROM (%s) TO (%s)', b1, b2); EXECUTE format('CREATE TABLE fuzz_part_new PARTITION OF fuzz_part FOR VALUES FROM (%s) TO (MAXVALUE)', b2); END $d$;},
+	'CREATE TABLE fuzz_part_null PARTITION OF fuzz_part DEFAULT;',
+	'CREATE INDEX ON fuzz_part (id);',
+	'INSERT INTO fuzz_part SELECT id FROM fuzz_t;',
+	'CREATE TABLE fuzz_conv_a (id serial PRIMARY KEY, v text);',
+	'CREATE TABLE fuzz_conv_b (id integer GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, v text);',
+	'CREATE TABLE fuzz_conv_c (id smallserial PRIMARY KEY);',
+	'CREATE TABLE fuzz_conv_d (id bigserial PRIMARY KEY, ref integer REFERENCES fuzz_conv_a (id));',
+	"INSERT INTO fuzz_conv_a (v) SELECT 'v' || g FROM generate_series(1, 20) AS g;",
+	"INSERT INTO fuzz_conv_b (v) SELECT 'v' || g FROM generate_series(1, 20) AS g;",
+	'INSERT INTO fuzz_conv_c DEFAULT VALUES;',
+	'INSERT INTO fuzz_conv_d (ref) SELECT id FROM fuzz_conv_a;',
+	'CREATE VIEW fuzz_view AS SELECT id FROM fuzz_t;',
+	'CREATE SEQUENCE fuzz_seq;',
+	'ANALYZE;',
+	'GRANT SELECT ON ALL TABLES IN SCHEMA public TO fuzz_plain;',
+);
+# PL/pgSQL wrappers that claim PARALLEL SAFE, one per function: so that the
+# function runs inside a parallel worker, as a mislabelled user function
+# would make it.
+my @liars;
+for my $i (0 .. $#functions) {
+	my $f = $functions[$i];
+	next if $f->{ddl};
+	my $args = typical_args($f) or next;
+	my $call = "$f->{qname}(" . join(', ', @$args) . ')';
+	push @setup, st("CREATE FUNCTION fuzz_liar_$i() RETURNS SETOF text LANGUAGE plpgsql VOLATILE PARALLEL SAFE AS \$l\$ BEGIN RETURN QUERY SELECT x::text FROM $call AS x; END \$l\$;");
+	push @setup, st("CREATE FUNCTION fuzz_liar_scalar_$i() RETURNS text LANGUAGE plpgsql VOLATILE PARALLEL SAFE AS \$l\$ BEGIN RETURN (SELECT string_agg(x::text, ',') FROM $call AS x); END \$l\$;");
+	push @liars, [ $i, $f ];
+}
+my ($st) = run_script('setup', \@setup);
+check(!@failures, 'setup failed') or die "targeted: setup failed\n";
+open my $setup_err, '<', sprintf('%s/%03d-setup.err', $workdir, $script_seq) or die;
+my @setup_errors = grep { /ERROR/ } <$setup_err>;
+close $setup_err;
+die "targeted: setup failed:\n@setup_errors" if @setup_errors;
+
+# ---------------------------------------------------------------- noise
+
+# A second session all along: IDs, batches, cursors, worker releases.  The
+# main session cancels and terminates it now and then.
+my $noise_pid;
+my $noise_stop = "$workdir/noise.stop";
+if ($noise_on) {
+	$noise_pid = fork // die "fork: $!";
+	if ($noise_pid == 0) {
+		srand($seed + 7919);
+		# Its own findings only, not what the parent had when it forked.
+		@ids = ();
+		@failures = ();
+		(%errors_by_state, %extension_errors, %keyed) = ();
+		$statements_total = 0;
+		my $chunk = 0;
+		while (!-e $noise_stop && time < $deadline - 5) {
+			my @s = map { txn_program("n$chunk.$_", 1) } 1 .. 8;
+			run_script("noise$chunk", \@s, noise => 1, appname => 'fuzz_noise', limit => 60);
+			$chunk++;
+			# Leaves the main session most of a CPU.
+			sleep 0.2;
+		}
+		# Hands its findings to the parent through a file.
+		open my $fh, '>', "$workdir/noise.result" or die;
+		print $fh "statements $statements_total\n";
+		print $fh "chunks $chunk\n";
+		print $fh "id $_\n" for @ids;
+		print $fh "fail $_\n" for @failures;
+		print $fh "error $_ $errors_by_state{$_}\n" for keys %errors_by_state;
+		print $fh "exterr $extension_errors{$_} $_\n" for keys %extension_errors;
+		close $fh;
+		POSIX::_exit(0);
+	}
+}
+
+# ---------------------------------------------------------------- generators
+
+# Random transaction programs.  $noise: the concurrent session's (no
+# settings, no killing).
+my $program_seq = 0;
+sub txn_program {
+	my ($tag, $noise) = @_;
+	$program_seq++;
+	my @s;
+	my $in_txn = rand() < 0.75;
+	my $prepared = $in_txn && !$noise && rand() < 0.12;
+	if ($in_txn) {
+		push @s, st(pick('BEGIN;', 'BEGIN;', 'BEGIN ISOLATION LEVEL SERIALIZABLE;', 'BEGIN READ ONLY;',
+			'BEGIN ISOLATION LEVEL REPEATABLE READ;', 'START TRANSACTION;'));
+	}
+	my @savepoints;
+	my $ops = 3 + int rand 12;
+	for my $k (1 .. $ops) {
+		my $r = rand;
+		my $batch = pick(0, 1, 2, 5, 100, 4096, 5000, 20000);
+		if ($r < 0.18) {
+			push @s, st("SELECT 'fuzzid', '-', snowflake_nextval();");
+		} elsif ($r < 0.28) {
+			push @s, st("SELECT 'fuzzid', '-', x FROM snowflake_nextval($batch) AS x;");
+		} elsif ($r < 0.33) {
+			push @s, st("SELECT 'fuzzid', '-', snowflake_nextval(" . pick(1, 3, 50) . "), snowflake_nextval();");
+		} elsif ($r < 0.40) {
+			push @s, st("INSERT INTO fuzz_ids SELECT snowflake_nextval() FROM generate_series(1, " . pick(1, 10, 300) . ") RETURNING 'fuzzid', '-', id;");
+		} elsif ($r < 0.44) {
+			push @s, st("INSERT INTO fuzz_ids SELECT x FROM snowflake_nextval(" . pick(1, 1000) . ") AS x RETURNING 'fuzzid', '-', id;");
+		} elsif ($r < 0.50) {
+			push @s, st(pick('SELECT 1/0;', 'SELECT snowflake_nextval(-1);', 'SELECT snowflake_timestamp(-1);',
+				"SELECT 'fuzzid', '-', x FROM snowflake_nextval(60) WITH ORDINALITY AS t(x, g) WHERE 1/(60 - g) >= 0;",
+				"SELECT 'fuzzid', '-', snowflake_nextval() FROM generate_series(1, 10) AS g WHERE 1/(10 - g) >= 0;"));
+		} elsif ($r < 0.56 && $in_txn) {
+			my $sp = "s$k";
+			push @savepoints, $sp;
+			push @s, st("SAVEPOINT $sp;");
+		} elsif ($r < 0.62 && @savepoints) {
+			push @s, st('ROLLBACK TO SAVEPOINT ' . pick(@savepoints) . ';');
+		} elsif ($r < 0.64 && @savepoints) {
+			my $sp = pop @savepoints;
+			push @s, st("RELEASE SAVEPOINT $sp;");
+		} elsif ($r < 0.69) {
+			push @s, st('SELECT snowflake_release_worker();');
+		} elsif ($r < 0.73) {
+			push @s, st(q{DO $p$ DECLARE i bigint; BEGIN i := snowflake_nextval(); RAISE NOTICE 'fuzzid|-|%', i; PERFORM 1/0; EXCEPTION WHEN division_by_zero THEN RAISE NOTICE 'fuzzid|-|%', snowflake_nextval(); END $p$;});
+		} elsif ($r < 0.76) {
+			push @s, st(q{DO $p$ DECLARE i bigint; BEGIN FOR i IN SELECT x FROM snowflake_nextval(20) AS x LOOP RAISE NOTICE 'fuzzid|-|%', i; IF i % 7 = 0 THEN PERFORM snowflake_release_worker(); END IF; END LOOP; PERFORM snowflake_nextval(-5); END $p$;});
+		} elsif ($r < 0.79) {
+			# A cancel in the middle of a batch.
+			if ($in_txn) {
+				push @s, st("SET LOCAL statement_timeout = '" . pick(1, 2, 5, 20) . "ms';");
+				push @s, st('SELECT count(*) FROM snowflake_nextval(1000000);', cancel => 1);
+				push @s, st('SET LOCAL statement_timeout = DEFAULT;');
+			} else {
+				push @s, st("SET statement_timeout = '" . pick(1, 2, 5, 20) . "ms';");
+				push @s, st("SELECT count(*) FROM snowflake_nextval(1000000);", cancel => 1);
+				push @s, st('RESET statement_timeout;');
+			}
+		} elsif ($r < 0.82) {
+			push @s, st('SELECT * FROM snowflake_decode((SELECT max(id) FROM fuzz_ids));');
+		} elsif ($r < 0.85) {
+			push @s, st(pick("SELECT count(*) FROM fuzz_t WHERE snowflake_timestamp(id) >= now() - interval '1 hour';",
+				"SELECT count(*) FROM fuzz_part WHERE (snowflake_decode(id)).ts < now() - interval '1 day';",
+				'SELECT count(*) FROM snowflake_workers;', 'SELECT count(*) FROM snowflake_status();'));
+		} elsif ($r < 0.88 && !$noise) {
+			push @s, st(pick('SET LOCAL snowflake.clock_wait_timeout = 0;', 'SET LOCAL snowflake.rewrite_timestamp_comparisons = off;',
+				"SET LOCAL snowflake.clock_wait_timeout = '1h';", 'SET snowflake.clock_wait_timeout = 1;',
+				'RESET snowflake.clock_wait_timeout;'));
+		} elsif ($r < 0.91 && !$noise) {
+			push @s, st("SELECT token FROM snowflake_lease_worker('txn $tag', " . pick('NULL', "'1 s'", "'1 h'") . ", now());");
+		} elsif ($r < 0.93 && !$noise) {
+			push @s, st(pick(
+				"SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'fuzz_noise';",
+				"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'fuzz_noise';"));
+		} elsif ($r < 0.96) {
+			push @s, st('SELECT 1;');
+		} else {
+			push @s, cursor_program("$tag.$k", 1);
+		}
+	}
+	if ($in_txn) {
+		if ($prepared) {
+			my $gid = "fuzz_$program_seq";
+			push @s, st("PREPARE TRANSACTION '$gid';");
+			push @s, st(pick("COMMIT PREPARED '$gid';", "ROLLBACK PREPARED '$gid';"));
+		} else {
+			push @s, st(pick('COMMIT;', 'ROLLBACK;', 'END;', 'ABORT;'));
+		}
+	}
+	push @s, $lease_cleanup if !$noise;
+	return @s;
+}
+
+# A random cursor program; $inner: inside a transaction program (no BEGIN).
+my $cursor_seq = 0;
+sub cursor_program {
+	my ($tag, $inner) = @_;
+	my @s;
+	push @s, st('BEGIN;') unless $inner;
+	my @open;
+	my $ncur = 1 + int rand 3;
+	for my $c (1 .. $ncur) {
+		$cursor_seq++;
+		my $name = "fc$cursor_seq";
+		my $scroll = rand() < 0.5;
+		my $hold = !$inner && rand() < 0.3;
+		my $m = pick(5, 50, 300, 2000);
+		my $key = "'$tag.$name:' || g";
+		my $query = pick(
+			"SELECT 'fuzzid', $key, snowflake_nextval() FROM generate_series(1, $m) AS g",
+			"SELECT 'fuzzid', $key, x FROM snowflake_nextval($m) WITH ORDINALITY AS t(x, g)",
+			"SELECT 'fuzzid', $key, x FROM (SELECT snowflake_nextval($m) AS x, generate_series(1, $m) AS g) AS s",
+			"SELECT 'fuzzid', $key, snowflake_nextval() FROM generate_series(1, $m) AS g WHERE snowflake_timestamp(snowflake_nextval()) > '-infinity'",
+			"SELECT 'fuzzid', $key, snowflake_nextval() FROM (SELECT id, row_number() OVER () AS g FROM fuzz_t WHERE id >= 0 LIMIT $m) AS f, snowflake_decode(f.id) AS d WHERE d.seq >= 0");
+		push @s, st('DECLARE ' . $name . ($scroll ? ' SCROLL' : pick(' NO SCROLL', '')) . ' CURSOR'
+			  . ($hold ? ' WITH HOLD' : '') . " FOR $query;");
+		push @open, [ $name, $scroll, $m ];
+	}
+	my $ops = 3 + int rand 10;
+	for (1 .. $ops) {
+		my ($name, $scroll, $m) = @{ pick(@open) };
+		my $r = rand;
+		if ($r < 0.35) {
+			push @s, st('FETCH ' . pick(1, 2, 10, 100) . " FROM $name;");
+		} elsif ($r < 0.45) {
+			push @s, st(pick('FETCH NEXT', 'FETCH FORWARD 3', 'MOVE 5 IN', 'MOVE FORWARD ALL IN', 'FETCH ALL FROM') . " $name;");
+		} elsif ($r < 0.65) {
+			push @s, st(pick('FETCH BACKWARD ' . pick(1, 3, 20), 'FETCH PRIOR FROM', 'FETCH FIRST FROM', 'FETCH LAST FROM',
+				'FETCH ABSOLUTE ' . pick(1, 3, -1, $m), 'FETCH RELATIVE ' . pick(-2, 0, 2), 'MOVE BACKWARD ALL IN')
+				  . " $name;");
+		} elsif ($r < 0.75) {
+			push @s, st("SELECT 'fuzzid', '-', snowflake_nextval();");
+		} elsif ($r < 0.80) {
+			push @s, st("SELECT 'fuzzid', '-', x FROM snowflake_nextval(7) AS x;");
+		} elsif ($r < 0.84) {
+			push @s, st('SELECT snowflake_release_worker();');
+		} elsif ($r < 0.88) {
+			push @s, st("CLOSE $name;");
+		} elsif ($r < 0.91) {
+			push @s, st('SELECT count(*) FROM pg_cursors;');
+		} elsif ($r < 0.94 && !$inner) {
+			push @s, st('SAVEPOINT cs;'), st("FETCH 2 FROM $name;"), st('ROLLBACK TO SAVEPOINT cs;');
+		} else {
+			push @s, st('SELECT 1/0;') if rand() < 0.3;
+		}
+	}
+	unless ($inner) {
+		push @s, st(pick('COMMIT;', 'COMMIT;', 'ROLLBACK;'));
+		# Holdable cursors outlive the commit: their rest was issued then.
+		for my $o (@open) {
+			push @s, st("FETCH " . pick(5, 'ALL') . " FROM $o->[0];") if rand() < 0.5;
+			push @s, st("CLOSE $o->[0];");
+		}
+	}
+	return @s;
+}
+
+# ---------------------------------------------------------------- sections
+
+sub section_edge {
+	my @s;
+	my $cap = 400;
+	for my $f (@functions) {
+		my @types = @{ $f->{argtypes} };
+		my @names = @{ $f->{argnames} };
+		if (!$f->{callable}) {
+			# Cannot be called from SQL; trying must fail cleanly.
+			push @s, st("SELECT $f->{qname}(NULL);");
+			next;
+		}
+		my @lists = map { [ edges_for($types[$_], $names[$_]) ] } 0 .. $#types;
+		my $product = 1;
+		$product *= scalar @$_ for @lists;
+		my @combos;
+		if (!@types) {
+			@combos = ([]);
+		} elsif ($product <= $cap) {
+			@combos = ([]);
+			for my $l (@lists) {
+				@combos = map { my $c = $_; map { [ @$c, $_ ] } @$l } @combos;
+			}
+		} else {
+			my @base = map { typical_for($_) } @types;
+			for my $i (0 .. $#types) {
+				for my $v (@{ $lists[$i] }) {
+					my @c = @base;
+					$c[$i] = $v;
+					push @combos, \@c;
+				}
+			}
+			for (1 .. $iterations * 3) {
+				push @combos, [ map { pick(@$_) } @lists ];
+			}
+		}
+		for my $c (@combos) {
+			push @s, call_forms($f, $c);
+		}
+		# Default arguments left out, and named notation.
+		if ($f->{ndefaults} > 0) {
+			my $required = @types - $f->{ndefaults};
+			for my $c (@combos[0 .. ($#combos < 20 ? $#combos : 20)]) {
+				push @s, call_forms($f, [ @$c[0 .. $required - 1] ]);
+			}
+			if (!grep { $_ eq '' } @names) {
+				my @c = @{ pick(@combos) };
+				push @s, call_forms($f, [ map { "$names[$_] => $c[$_]" } reverse 0 .. $#c ]);
+			}
+		}
+		push @s, call_forms($f, typical_args($f), all => 1);
+	}
+	# Wrong argument counts and types: resolution errors.
+	for my $f (@functions) {
+		push @s, st("SELECT $f->{qname}(" . join(', ', ('NULL') x (@{ $f->{argtypes} } + 1)) . ');');
+		push @s, st("SELECT $f->{qname}(" . join(', ', ("'garbage'") x @{ $f->{argtypes} }) . ');')
+			if @{ $f->{argtypes} };
+	}
+	return @s;
+}
+
+sub setting_values {
+	my ($g) = @_;
+	my @bad = ("''", "'garbage'", "'-1'", "'1e400'", "'NaN'", "repeat('9', 1000)");
+	my (@good, @v);
+	if ($g->{vartype} eq 'integer' || $g->{vartype} eq 'real') {
+		my ($min, $max) = ($g->{min}, $g->{max});
+		@v = ("'-2147483648'", "'2147483647'", "'2147483648'", "'99999999999999999999'", "'" . ($min - 1) . "'",
+			"'" . ($max + 1) . "'", "'1.5'", "'0x10'", "' 7 '", "'Infinity'", "'1e3'");
+		@good = ("'$min'", "'$max'");
+		if ($g->{unit} eq 'ms') {
+			push @v, "'1 us'", "'999 us'", "'1 fortnight'", "'5 kB'", "'1000000 d'", "'-1 s'", "'1.5 s'", "'25 h'";
+			push @good, "'1 s'", "'1 min'";
+		}
+	} elsif ($g->{vartype} eq 'bool') {
+		@v = ("'maybe'", "'2'", "'onn'", "'of'");
+		@good = ("'on'", "'off'", "'yes'", "'0'");
+	} elsif ($g->{vartype} eq 'enum') {
+		my @e = split /;/, $g->{enumvals};
+		@v = ((map { sql_quote(uc $_) } @e), (map { sql_quote("$_ ") } @e), "'fatal'");
+		@good = map { sql_quote($_) } @e;
+	} else {
+		@v = ("'%s%n'", "'2025-13-45'", "'infinity'", "'-infinity'", "repeat('x', 10000)", "'9999-12-31 23:59:59.999'",
+			"'1970-01-01'", "'2999-01-01'");
+		@good = ("'2025-01-01'");
+	}
+	return ([ @bad, @v ], \@good);
+}
+
+sub section_settings {
+	my @s;
+	my @probe = probe();
+	for my $g (@settings) {
+		my ($bad, $good) = setting_values($g);
+		my $n = $g->{name};
+		for my $v (@$bad, @$good) {
+			# SET takes a literal only; a repeat() goes through set_config().
+			push @s, st("SET $n = $v;") if $v =~ /^'/;
+			push @s, st("SELECT set_config('$n', $v, " . pick('false', 'true') . ');');
+		}
+		push @s, @probe;
+		push @s, st('BEGIN;');
+		for my $v (@$bad, @$good) {
+			push @s, st("SAVEPOINT v;"), st("SET LOCAL $n = $v;"), st('ROLLBACK TO SAVEPOINT v;') if $v =~ /^'/;
+		}
+		# The last good value, for the rest of the transaction, if it may be set.
+		push @s, st("DO \$g\$ BEGIN PERFORM set_config('$n', $good->[-1], true); EXCEPTION WHEN others THEN NULL; END \$g\$;") if @$good;
+		push @s, @probe;
+		push @s, st(pick('COMMIT;', 'ROLLBACK;'));
+		push @s, st("RESET $n;"), st("SHOW $n;"), st("SELECT current_setting('$n'), current_setting('$n', true);");
+		# ALTER SYSTEM: a bad value fails there; an extreme valid one is
+		# reloaded, probed and taken back.
+		for my $v (@$bad) {
+			push @s, st("ALTER SYSTEM SET $n = $v;") if $v =~ /^'/;
+		}
+		push @s, st("ALTER SYSTEM RESET $n;");
+		for my $v (@$good) {
+			push @s, st("ALTER SYSTEM SET $n = $v;"), st('SELECT pg_reload_conf();'), st('SELECT pg_sleep(0.05);');
+			push @s, st("SHOW $n;");
+			push @s, @probe;
+			push @s, st("ALTER SYSTEM RESET $n;"), st('SELECT pg_reload_conf();'), st('SELECT pg_sleep(0.05);');
+		}
+		push @s, st("ALTER DATABASE " . q{"} . ($ENV{PGDATABASE} // 'fuzz') . q{"} . " SET $n = $good->[0];"),
+			st("ALTER DATABASE " . q{"} . ($ENV{PGDATABASE} // 'fuzz') . q{"} . " RESET $n;") if @$good;
+	}
+	# Names under the reserved prefix that are not settings.
+	for my $n ('snowflake.no_such_setting', 'snowflake.', 'snowflake.epoch.x', 'snowflake."node_bits"', 'SNOWFLAKE.NODE_BITS') {
+		push @s, st("SET $n = 1;"), st("SHOW $n;"), st("SELECT set_config('$n', '1', false);"),
+			st("SELECT current_setting('$n', true);"), st("ALTER SYSTEM SET $n = 1;");
+	}
+	push @s, st('RESET ALL;'), st('ALTER SYSTEM RESET ALL;'), st('SELECT pg_reload_conf();'), st('SELECT pg_sleep(0.1);');
+	push @s, @probe;
+	return @s;
+}
+
+sub section_parallel {
+	my @s;
+	push @s, st($server_version >= 160000 ? 'SET debug_parallel_query = on;' : 'SET force_parallel_mode = on;');
+	push @s, map { st($_) } ('SET parallel_setup_cost = 0;', 'SET parallel_tuple_cost = 0;',
+		'SET min_parallel_table_scan_size = 0;', 'SET min_parallel_index_scan_size = 0;',
+		'SET max_parallel_workers_per_gather = 2;', 'SET parallel_leader_participation = off;');
+	for my $pass (1 .. 2) {
+		push @s, st('SET enable_seqscan = off;'), st('SET enable_bitmapscan = off;') if $pass == 2;
+		for my $f (@functions) {
+			next if $f->{ddl} || !$f->{callable};
+			my @types = @{ $f->{argtypes} };
+			my @names = @{ $f->{argnames} };
+			# The second pass, over indexes, for the functions of an ID only.
+			next if $pass == 2 && !grep { $_ eq 'bigint' } @types;
+			# A bigint argument takes the scanned column.
+			my @combos = ([ map { $types[$_] eq 'bigint' ? 'id' : typical_for($types[$_]) } 0 .. $#types ]);
+			for (1 .. ($pass == 1 ? 1 + int($iterations / 10) : 1)) {
+				push @combos, [ map { $types[$_] eq 'bigint' && rand() < 0.7 ? 'id' : pick(edges_for($types[$_], $names[$_])) } 0 .. $#types ];
+			}
+			for my $c (@combos) {
+				my $call = "$f->{qname}(" . join(', ', @$c) . ')';
+				my $where = $pass == 2 ? "id >= 0 AND id < 9223372036854775807" : 'id >= 0';
+				if ($f->{issues_ids}) {
+					# In the select list: once per row (in FROM it would run once).
+					$call = "$f->{qname}(" . join(', ', @{ typical_args($f) }) . ')';
+					push @s, st("SELECT 'fuzzid', '-', $call FROM fuzz_small WHERE $where;");
+				} elsif ($f->{retset}) {
+					push @s, st("SELECT count(*) FROM fuzz_small, LATERAL $call AS x WHERE $where;");
+				} else {
+					# Volatile ones run once per row: the small table.
+					my $table = $f->{volatile} ? 'fuzz_small' : 'fuzz_t';
+					push @s, st("SELECT count(*), count(($call)::text) FROM $table WHERE $where;");
+					push @s, st("SELECT count(*) FROM $table WHERE $where AND ($call)::text IS DISTINCT FROM 'x';");
+				}
+				push @s, $lease_cleanup if $f->{leases};
+			}
+		}
+		for my $l ($pass == 1 ? @liars : ()) {
+			my ($i, $f) = @$l;
+			my $tag = $f->{issues_ids} ? "'fuzzid', '-'," : "'liar', '$i',";
+			push @s, st("SELECT $tag v FROM fuzz_liar_$i() AS v;");
+			push @s, st("SELECT count(*) FROM fuzz_small WHERE fuzz_liar_scalar_$i() IS DISTINCT FROM 'x';");
+			push @s, $lease_cleanup if $f->{leases};
+		}
+		push @s, section_rewrite_queries(1);
+	}
+	push @s, st('RESET ALL;');
+	return @s;
+}
+
+# The rewrite checks: each count of a rewritten comparison against the same
+# comparison computed below OFFSET 0, where the planner hook cannot reach.
+my $cmp_seq = 0;
+sub rewrite_pair {
+	my ($table, $pred, $ref_pred, $prefix) = @_;
+	$cmp_seq++;
+	my $k = "r$cmp_seq";
+	return (st("${prefix}SELECT 'cmp', '$k', 'a', count(*) FROM $table WHERE id IS NOT NULL AND ($pred);"),
+		st("${prefix}SELECT 'cmp', '$k', 'b', count(*) FROM (SELECT id, snowflake_timestamp(id) AS ts FROM $table WHERE id IS NOT NULL OFFSET 0) AS s WHERE $ref_pred;"));
+}
+
+sub rewrite_predicates {
+	my ($x, $y) = @_;
+	my @p;
+	for my $op ('<', '<=', '=', '>=', '>') {
+		push @p, [ "snowflake_timestamp(id) $op $x", "ts $op $x" ];
+		push @p, [ "$x $op snowflake_timestamp(id)", "$x $op ts" ];
+		push @p, [ "(snowflake_decode(id)).ts $op $x", "ts $op $x" ] if $has{snowflake_decode};
+		push @p, [ "NOT (snowflake_timestamp(id) $op $x)", "NOT (ts $op $x)" ];
+	}
+	push @p, [ "snowflake_timestamp(id) BETWEEN $x AND $y", "ts BETWEEN $x AND $y" ];
+	push @p, [ "snowflake_timestamp(id) BETWEEN SYMMETRIC $x AND $y", "ts BETWEEN SYMMETRIC $x AND $y" ];
+	push @p, [ "snowflake_timestamp(id) >= $x AND snowflake_timestamp(id) < $y", "ts >= $x AND ts < $y" ];
+	push @p, [ "snowflake_timestamp(id) < $x OR snowflake_timestamp(id) > $y", "ts < $x OR ts > $y" ];
+	push @p, [ "snowflake_timestamp(id) = ANY (ARRAY[$x, $y])", "ts = ANY (ARRAY[$x, $y])" ];
+	push @p, [ "snowflake_timestamp(id) IS DISTINCT FROM $x", "ts IS DISTINCT FROM $x" ];
+	push @p, [ "snowflake_timestamp(id) < ($x)::timestamp", "ts < ($x)::timestamp" ];
+	push @p, [ "snowflake_timestamp(id) >= ($x)::date", "ts >= ($x)::date" ];
+	return @p;
+}
+
+sub section_rewrite_queries {
+	my ($short) = @_;
+	my @s;
+	my @ts = grep { !/^NULL/ } @{ $edges{'timestamp with time zone'} };
+	push @ts, 'NULL::timestamptz';
+	my @tables = ('fuzz_t', 'fuzz_brin', 'fuzz_part');
+	# Literals.
+	for my $x ($short ? @ts[0 .. 5] : @ts) {
+		my $y = pick(@ts);
+		my @p = rewrite_predicates($x, $y);
+		@p = map { pick(@p) } 1 .. 6 if $short;
+		for my $p (@p) {
+			push @s, rewrite_pair(pick(@tables), $p->[0], $p->[1], '');
+		}
+	}
+	return @s if $short;
+	# Parameters, under each plan cache mode.
+	my @p = rewrite_predicates('$1', '$2');
+	my $pi = 0;
+	for my $p (@p) {
+		for my $table (@tables) {
+			$pi++;
+			push @s, st("PREPARE fz_ra$pi(timestamptz, timestamptz, text) AS SELECT 'cmp', \$3, 'a', count(*) FROM $table WHERE id IS NOT NULL AND ($p->[0]);");
+			push @s, st("PREPARE fz_rb$pi(timestamptz, timestamptz, text) AS SELECT 'cmp', \$3, 'b', count(*) FROM (SELECT id, snowflake_timestamp(id) AS ts FROM $table WHERE id IS NOT NULL OFFSET 0) AS s WHERE $p->[1];");
+			for my $mode ('force_custom_plan', 'force_generic_plan') {
+				push @s, st("SET plan_cache_mode = $mode;");
+				my @xs = (rand() < 0.5 ? @ts : map { pick(@ts) } 1 .. 5);
+				for my $x (@xs) {
+					my $y = pick(@ts);
+					$cmp_seq++;
+					push @s, st("EXECUTE fz_ra$pi($x, $y, 'p$cmp_seq');"), st("EXECUTE fz_rb$pi($x, $y, 'p$cmp_seq');");
+				}
+			}
+			push @s, st("DEALLOCATE fz_ra$pi;"), st("DEALLOCATE fz_rb$pi;");
+		}
+	}
+	push @s, st('RESET plan_cache_mode;');
+	# The same with the rewrite off must agree too, and interval arithmetic.
+	push @s, st('SET snowflake.rewrite_timestamp_comparisons = off;') if grep { $_->{name} eq 'snowflake.rewrite_timestamp_comparisons' } @settings;
+	for my $x (map { pick(@ts) } 1 .. 5) {
+		my $p = pick(rewrite_predicates($x, pick(@ts)));
+		push @s, rewrite_pair('fuzz_t', $p->[0], $p->[1], '');
+	}
+	push @s, st('RESET snowflake.rewrite_timestamp_comparisons;');
+	for my $iv (grep { !/^NULL/ } @{ $edges{interval} }) {
+		push @s, rewrite_pair(pick(@tables), "snowflake_timestamp(id) >= now() - $iv", "ts >= now() - $iv", '');
+	}
+	return @s;
+}
+
+sub section_prepared {
+	my @s;
+	my $pn = 0;
+	for my $f (@functions) {
+		next if !$f->{callable} || $f->{ddl};
+		my @types = @{ $f->{argtypes} };
+		my @names = @{ $f->{argnames} };
+		$pn++;
+		my $call = "$f->{qname}(" . join(', ', map { '$' . $_ } 1 .. @types) . ')';
+		my $body = $f->{issues_ids} ? "SELECT 'fuzzid', '-', x FROM $call AS x"
+		  : ($f->{retset} || $f->{record}) ? "SELECT * FROM $call"
+		  : "SELECT $call";
+		push @s, st("PREPARE fz_p$pn" . (@types ? '(' . join(', ', @types) . ')' : '') . " AS $body;");
+		# No subqueries in EXECUTE's parameters.
+		my @lists = map { [ grep { !/SELECT/ } edges_for($types[$_], $names[$_]) ] } 0 .. $#types;
+		my @combos;
+		for my $i (0 .. $#types) {
+			for my $v (@{ $lists[$i] }) {
+				my @c = map { typical_for($_) } @types;
+				$c[$i] = $v;
+				push @combos, \@c;
+			}
+		}
+		push @combos, [ map { pick(@$_) } @lists ] for 1 .. $iterations / 4;
+		@combos = ([]) unless @types;
+		for my $mode ('force_custom_plan', 'force_generic_plan', 'auto') {
+			push @s, st("SET plan_cache_mode = $mode;");
+			my $reps = $mode eq 'auto' ? 7 : 1;
+			for my $c ($mode eq 'auto' ? @combos[0 .. ($#combos < 3 ? $#combos : 3)] : @combos) {
+				my $exec = "EXECUTE fz_p$pn" . (@types ? '(' . join(', ', @$c) . ')' : '') . ';';
+				push @s, st($exec) for 1 .. $reps;
+				push @s, $lease_cleanup if $f->{leases};
+			}
+		}
+		push @s, st("DEALLOCATE fz_p$pn;"), st('RESET plan_cache_mode;');
+	}
+	return @s;
+}
+
+sub section_leases {
+	my @s;
+	return @s unless $has{snowflake_lease_worker} && $has{snowflake_renew_lease} && $has{snowflake_release_lease};
+	my @ct = ('NULL', 'now()', "now() - interval '999 ms'", "now() + interval '1001 ms'", "'infinity'", "'-infinity'",
+		"'4714-11-24 00:00:00+00 BC'", "clock_timestamp()");
+	my @ttl = ('NULL', "'1 s'", "'999 ms'", "'24 h'", "'24 h 1 us'", "'1 mon'", "'-1 s'", "'1 h'");
+	# Until a grant sets them (a failed grant leaves the last ones: a stale
+	# lease).
+	push @s, map { st("\\set fz_$_ 0") } qw(tok w n tb nb wb sb ep lo hi);
+	for my $i (1 .. $iterations) {
+		# Mostly a grant that works, so that the program has a lease.
+		my $ttl = rand() < 0.7 ? pick('NULL', "'1 s'", "'1 h'") : pick(@ttl);
+		my $ct = rand() < 0.7 ? pick('NULL', 'now()') : pick(@ct);
+		push @s, st("SELECT token AS tok, worker_id AS w, node_id AS n, timestamp_bits AS tb, node_bits AS nb, worker_bits AS wb, sequence_bits AS sb, (extract(epoch FROM epoch) * 1000)::bigint AS ep, (extract(epoch FROM not_before) * 1000)::bigint AS lo, (extract(epoch FROM not_after) * 1000)::bigint AS hi FROM snowflake_lease_worker('lease program $i', $ttl, $ct) \\gset fz_");
+		# IDs of the lease's worker id: inside the window, at its edges,
+		# and of another worker id.
+		my $id = sub {
+			my ($ms, $w) = @_;
+			return "((($ms) - :fz_ep) << (:fz_nb + :fz_wb + :fz_sb)) | (:fz_n::bigint << (:fz_wb + :fz_sb)) | (($w)::bigint << :fz_sb)";
+		};
+		my @last = ('NULL', $id->(':fz_lo + 1', ':fz_w'), $id->(':fz_lo', ':fz_w'), $id->(':fz_hi', ':fz_w'),
+			$id->(':fz_hi - 1', ':fz_w'), $id->(':fz_lo + 1', ':fz_w + 1'), '0', '-1', '9223372036854775807',
+			"(SELECT max(id) FROM fuzz_ids)");
+		my @tok = (':fz_tok', ':fz_tok', ':fz_tok', ':fz_tok + 1', ':fz_tok - 1', '0', '-1', 'NULL',
+			'9223372036854775807', "'-9223372036854775808'::bigint");
+		for (1 .. 3 + int rand 6) {
+			my $r = rand;
+			if ($r < 0.45) {
+				push @s, st('SELECT * FROM snowflake_renew_lease(' . pick(@tok) . ', ' . pick(@last) . ', ' . pick(@ct) . ');');
+			} elsif ($r < 0.65) {
+				push @s, st('SELECT snowflake_release_lease(' . pick(@tok) . ', ' . pick(@last) . ');');
+			} elsif ($r < 0.75) {
+				push @s, st('SET ROLE fuzz_plain;'), st('SELECT * FROM snowflake_renew_lease(:fz_tok, NULL);'),
+					st('SELECT snowflake_release_lease(:fz_tok, NULL);'),
+					st("SELECT token FROM snowflake_lease_worker('plain $i', " . pick(@ttl) . ');'),
+					st('SELECT count(*) FROM snowflake_leases;'), st('RESET ROLE;');
+			} elsif ($r < 0.85) {
+				push @s, st("SELECT * FROM snowflake_leases WHERE token = :fz_tok;"), st('SELECT count(*) FROM snowflake_lease_list();');
+			} else {
+				push @s, st('BEGIN;'), st('SELECT * FROM snowflake_renew_lease(:fz_tok, ' . pick(@last) . ');'),
+					st('SELECT 1/0;'), st('ROLLBACK;'), st('SELECT * FROM snowflake_renew_lease(:fz_tok, NULL);');
+			}
+		}
+		push @s, $lease_cleanup if rand() < 0.5;
+	}
+	push @s, $lease_cleanup;
+	return @s;
+}
+
+sub section_role {
+	my @s = (st('SET ROLE fuzz_plain;'));
+	for my $f (@functions) {
+		my $args = typical_args($f) or next;
+		push @s, call_forms($f, $args, all => 1);
+	}
+	push @s, st('RESET ROLE;'), $lease_cleanup;
+	return @s;
+}
+
+# ---------------------------------------------------------------- run
+
+my @sections = (
+	[ edge => \&section_edge ],
+	[ settings => \&section_settings ],
+	[ txn => sub { map { txn_program("t$_", 0) } 1 .. $iterations * 2 } ],
+	[ cursors => sub { map { cursor_program("c$_", 0) } 1 .. $iterations } ],
+	[ parallel => \&section_parallel ],
+	[ prepared => \&section_prepared ],
+	[ rewrite => sub { section_rewrite_queries(0) } ],
+	[ leases => \&section_leases ],
+	[ role => \&section_role ],
+);
+for my $sec (@sections) {
+	my ($name, $gen) = @$sec;
+	if (time > $deadline - 10) {
+		fail("$name: not run, the time (FUZZ_TARGETED_SECONDS=$budget) ran out");
+		next;
+	}
+	my @stmts = $gen->();
+	my $t0 = time;
+	my $before = @failures;
+	my ($status, $ran) = run_script($name, \@stmts);
+	check(@failures == $before && $ran == @stmts, "$name: failed");
+	printf "targeted: %-9s %6d statements in %5.1f s%s\n", $name, $ran, time - $t0,
+		@failures == $before ? '' : ' FAILED';
+	# A lost connection is a crash: what follows would only fail to connect.
+	last if grep { /connection was lost|server went away/ } @failures[$before .. $#failures];
+}
+
+# The noise session stops; its findings join ours.
+if ($noise_pid) {
+	open my $fh, '>', $noise_stop or die;
+	close $fh;
+	waitpid($noise_pid, 0);
+	my ($noise_statements, $chunks) = (0, 0);
+	if (open my $in, '<', "$workdir/noise.result") {
+		while (my $line = <$in>) {
+			chomp $line;
+			if ($line =~ /^statements (\d+)$/) { $noise_statements = $1 }
+			elsif ($line =~ /^chunks (\d+)$/) { $chunks = $1 }
+			elsif ($line =~ /^id (-?\d+)$/) { push @ids, $1 }
+			elsif ($line =~ /^fail (.*)$/) { fail("noise: $1") }
+			elsif ($line =~ /^error (\S+) (\d+)$/) { $errors_by_state{$1} += $2 }
+			elsif ($line =~ /^exterr (\d+) (.*)$/) { $extension_errors{$2} += $1 }
+		}
+		close $in;
+		check(1, 'noise');
+	} else {
+		fail('noise: the concurrent session left no result');
+	}
+	$statements_total += $noise_statements;
+	$section_statements{noise} = $noise_statements;
+	printf "targeted: %-9s %6d statements in %d scripts, beside the others\n", 'noise', $noise_statements, $chunks;
+}
+
+# Every rewritten comparison agrees with its reference.
+my ($cmp_ok, $cmp_bad, $cmp_both_failed) = (0, 0, 0);
+for my $k (sort keys %cmp) {
+	my ($a, $b) = ($cmp{$k}{a}, $cmp{$k}{b});
+	if (defined $a && defined $b && $a == $b) {
+		$cmp_ok++;
+	} else {
+		$cmp_bad++;
+		fail("rewrite: comparison $k: rewritten count " . ($a // 'error') . ', reference ' . ($b // 'error')
+			  . ' (find \'' . $k . '\' in the rewrite, parallel or prepared scripts)') if $cmp_bad <= 20;
+	}
+}
+check($cmp_bad == 0, "rewrite: $cmp_bad rewritten comparisons differ from their reference");
+print "targeted: rewrite comparisons: $cmp_ok agree, $cmp_bad differ\n";
+
+# After max_drift, a new ID lies above every ID issued so far.
+my $final = eval {
+	my ($max_drift) = map { $_->[0] } query_rows("SELECT max_drift_ms FROM snowflake_status()");
+	sleep(($max_drift + 50) / 1000);
+	(map { $_->[0] } query_rows("SELECT snowflake_nextval()"))[0];
+};
+if (defined $final) {
+	my $max_seen = 0;
+	for (@ids) { $max_seen = $_ if $_ > $max_seen }
+	check($final > $max_seen, "a new ID ($final) is not above every ID issued before ($max_seen)");
+	push @ids, $final;
+} else {
+	fail("no new ID at the end: $@");
+}
+
+# All IDs distinct.
+my %seen;
+my @dups = grep { $seen{$_}++ == 1 } @ids;
+check(!@dups, scalar(@dups) . ' duplicate IDs, first: ' . join(', ', @dups[0 .. ($#dups < 9 ? $#dups : 9)]));
+my $committed = eval { (map { $_->[0] } query_rows('SELECT count(*) FROM fuzz_ids'))[0] } // '?';
+printf "targeted: %d IDs issued and seen (%d distinct), %s of them committed into fuzz_ids\n",
+	scalar @ids, scalar keys %seen, $committed;
+
+# What the errors were: by SQLSTATE, and those the extension raised.
+print "targeted: errors by SQLSTATE: ",
+	join(', ', map { "$_ $errors_by_state{$_}" } sort { $errors_by_state{$b} <=> $errors_by_state{$a} } keys %errors_by_state), "\n";
+printf "targeted: %d distinct errors raised by the extension (%s/extension-errors.txt)\n",
+	scalar keys %extension_errors, $workdir;
+open my $ee, '>', "$workdir/extension-errors.txt" or die;
+print $ee "$extension_errors{$_}\t$_\n" for sort keys %extension_errors;
+close $ee;
+print "targeted: warning: $_ ($warnings{$_}x)\n" for sort keys %warnings;
+
+my $elapsed = time - $started;
+printf "targeted: %d statements, %d IDs, %d checks passed, %d failed, %.0f s (seed %d)\n",
+	$statements_total, scalar @ids, $checks, scalar @failures, $elapsed, $seed;
+exit(@failures ? 1 : 0);
