@@ -5,6 +5,7 @@ use strict;
 use warnings;
 use IPC::Run;
 use PostgreSQL::Test::Utils;
+use Time::HiRes;
 
 # Starts psql in the background on $node's database "postgres", running
 # @args (e.g. '-c', $sql), its output in "$dir/$name.out" and ".err".
@@ -32,6 +33,21 @@ SELECT count(*)
   FROM (SELECT id, lag(id) OVER (PARTITION BY session ORDER BY n) AS prev
           FROM $table) AS s
  WHERE id <= prev});
+}
+
+# Waits until $condition (a sub) returns true, polling every 50 ms, for at
+# most the framework's timeout; then dies, naming $what, rather than hang.
+# Returns true, so that ok() can report the state reached.
+sub wait_until
+{
+	my ($condition, $what) = @_;
+	my $deadline = Time::HiRes::time() + $PostgreSQL::Test::Utils::timeout_default;
+	until ($condition->())
+	{
+		die "timed out waiting for $what" if Time::HiRes::time() > $deadline;
+		Time::HiRes::usleep(50_000);
+	}
+	return 1;
 }
 
 1;

@@ -7,7 +7,7 @@
 # orphans, as they notice the postmaster's death only when they wait, and
 # keep the new postmaster from starting.  The server
 # starts again under libfaketime with its clock 300 s behind, and just
-# before the first call the test sets it 18 s behind the reservation: the
+# before the first call the test sets it 30 s behind the reservation: the
 # gap the first call meets is set by the test, not by how fast a loaded
 # machine restarted (with a fixed 10 s offset, a restart slower than 10 s
 # left no gap to warn about).  Proves: the
@@ -16,7 +16,7 @@
 # first generation warns once about the gap; every new ID is above every
 # earlier one (committed rows and IDs the client saw), and none repeats.
 #
-# snowflake.clock_wait_timeout = 20s: the gap (at most 18 s) is beyond
+# snowflake.clock_wait_timeout = 40s: the gap (at most 30 s) is beyond
 # max_drift (1 s), so the first call waits for the clock to come within
 # max_drift of the floor, and then succeeds.  This covers the bounded wait
 # that ends well; IDs that continue at once under a large max_drift are
@@ -28,7 +28,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeTest;
 use IPC::Run;
-use Time::HiRes qw(time sleep);
+use Time::HiRes qw(time);
 use SnowflakeClock;
 
 my $max_drift_ms = 1000;
@@ -45,7 +45,7 @@ shared_preload_libraries = 'snowflake'
 timezone = 'UTC'
 snowflake.sequence_bits = 8
 snowflake.max_drift = $max_drift_ms
-snowflake.clock_wait_timeout = '20s'
+snowflake.clock_wait_timeout = '40s'
 ));
 SnowflakeClock::start($node, 0);
 $node->safe_psql(
@@ -99,11 +99,9 @@ SELECT count(DISTINCT session) = $inserters AND count(*) >= 20000 FROM ids}),
 ok( $node->poll_query_until(
 		'postgres', q{SELECT drift_ms > 500 FROM snowflake_status()}),
 	'generation runs ahead of the clock');
-my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
-sleep 0.1
-  while time() < $deadline
-  && grep { !-s "$dir/stream_$_.out" } 1 .. $streamers;
-ok( (-s "$dir/stream_1.out") > 0 && (-s "$dir/stream_2.out") > 0,
+ok( SnowflakeTest::wait_until(
+		sub { !grep { !-s "$dir/stream_$_.out" } 1 .. $streamers },
+		'output from every stream'),
 	'the client receives streamed IDs');
 # (Was: sleep 1, a guess at how soon a reservation is written.)
 ok( $node->poll_query_until(
@@ -176,10 +174,11 @@ cmp_ok($reserved_ms, '>=', $reserved_before,
 
 # The first call: the floor lies beyond max_drift ahead of the clock, so it
 # waits for the clock, within clock_wait_timeout, and then succeeds.  The
-# clock is put 18 s behind the reservation now; set_offset() waits until
-# every process has read it (a few seconds), so the call meets a gap of
-# several seconds, however slow the machine was until here.
-my $clock_offset = $reserved_ms / 1000 - 18 - time();
+# clock is put 30 s behind the reservation now; set_offset() waits until
+# every process has read it (about 3 s on a quiet machine), so the call
+# meets a gap of several seconds, however slow the machine was until here:
+# 30 s is ten times the settling (was 18 s).
+my $clock_offset = $reserved_ms / 1000 - 30 - time();
 SnowflakeClock::set_offset($node, $clock_offset);
 my ($stdout, $stderr);
 my $started = time();
@@ -203,7 +202,7 @@ ok( defined $gap
 	  && $gap >= $expected_gap - 1000 * $elapsed - 1000,
 	"the WARNING names the gap ($expected_gap ms expected, less the call's delay)")
   or diag "gap: " . ($gap // 'none');
-# clock_wait_timeout (20 s) bounds the wait: past it the call fails, which
+# clock_wait_timeout (40 s) bounds the wait: past it the call fails, which
 # on_error_die above reports.  (Was: also under 25 s in all, which a loaded
 # machine's psql start can exceed.)
 ok( defined $gap

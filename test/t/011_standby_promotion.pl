@@ -25,7 +25,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeTest;
 use IPC::Run;
-use Time::HiRes qw(time sleep);
+use Time::HiRes qw(time);
 use SnowflakeClock;
 
 my $inserters = 3;
@@ -146,11 +146,9 @@ ok( $primary->poll_query_until(
 		'postgres', qq{
 SELECT count(DISTINCT session) = $inserters + 1 AND count(*) >= 20000 FROM ids}),
 	'the sessions commit rows on the primary');
-my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
-sleep 0.1
-  while time() < $deadline
-  && grep { !-s "$dir/stream_$_.out" } 1 .. $streamers;
-ok(!grep({ !-s "$dir/stream_$_.out" } 1 .. $streamers),
+ok( SnowflakeTest::wait_until(
+		sub { !grep { !-s "$dir/stream_$_.out" } 1 .. $streamers },
+		'output from every stream'),
 	'the clients receive streamed IDs');
 # (Was: sleep 1, a guess at how soon a reservation is written.)
 ok( $primary->poll_query_until(

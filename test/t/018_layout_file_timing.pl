@@ -19,6 +19,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SnowflakeTest;
 use POSIX qw(strftime);
 use Time::HiRes qw(time);
 use SnowflakeClock;
@@ -160,15 +161,10 @@ write_settings($node, sequence_bits => 13);
 $node->start;
 # The worker records it soon after the start: wait for that state, up to
 # the framework's timeout (was: 10 s).
-my $recorded = 0;
-my $deadline = Time::HiRes::time() + $PostgreSQL::Test::Utils::timeout_default;
-while (Time::HiRes::time() < $deadline)
-{
-	$recorded = slurp_file($layout_file) eq "$epoch_ms 3 7 13\n";
-	last if $recorded;
-	Time::HiRes::sleep(0.1);
-}
-ok($recorded, 'a start that succeeds records the new layout without any ID');
+ok( SnowflakeTest::wait_until(
+		sub { slurp_file($layout_file) eq "$epoch_ms 3 7 13\n" },
+		'the new layout in the layout file'),
+	'a start that succeeds records the new layout without any ID');
 $node->stop;
 
 done_testing();

@@ -12,7 +12,8 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(time sleep);
+use SnowflakeTest;
+use Time::HiRes qw(time);
 use SnowflakeClock;
 
 my $node = PostgreSQL::Test::Cluster->new('upgrade');
@@ -30,13 +31,8 @@ my $reservation_file = $node->data_dir . '/snowflake.reservation';
 # (was: 30 s); returns its content.
 sub reservation_written
 {
-	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
-	while (time() < $deadline)
-	{
-		return slurp_file($reservation_file) if -e $reservation_file;
-		sleep(0.1);
-	}
-	return undef;
+	SnowflakeTest::wait_until(sub { -e $reservation_file }, 'the reservation file');
+	return slurp_file($reservation_file);
 }
 
 SnowflakeClock::start($node, 55);

@@ -24,7 +24,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use SnowflakeLease;
 use Test::More;
-use Time::HiRes qw(usleep);
+use SnowflakeTest;
 
 my $node = PostgreSQL::Test::Cluster->new('leases');
 $node->init;
@@ -39,19 +39,6 @@ $node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
 
 sub max_of { my $m = 0; $m = $_ > $m ? $_ : $m for @_; return $m }
 
-# Waits until $condition returns true, for at most the default timeout;
-# dies (failing the test) rather than hang.
-sub wait_until
-{
-	my ($condition, $what) = @_;
-	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
-	until ($condition->())
-	{
-		die "timed out waiting for $what" if time() > $deadline;
-		usleep(50_000);
-	}
-	return;
-}
 
 sub lease_state
 {
@@ -72,13 +59,13 @@ sub id_ms
 my $dead = start_lease_client($node, 'dead', '--count', 1_000_000, '--rate', 2000);
 my $dead_lease = wait_for_lease($dead);
 is($dead_lease->{worker_id}, 127, 'the only lease worker id is 127');
-wait_until(sub { read_ids($dead) >= 200 }, 'the doomed client\'s IDs');
+SnowflakeTest::wait_until(sub { read_ids($dead) >= 200 }, 'the doomed client\'s IDs');
 $dead->{harness}->signal('KILL');
 finish_lease_client($dead);
 my @dead_ids = read_ids($dead);
 ok(@dead_ids >= 200, 'the killed client issued IDs (' . scalar(@dead_ids) . ')');
 # Its backend notices the lost connection by itself; no window to wait for.
-wait_until(sub { lease_state() eq 'disconnected' }, 'the killed client\'s connection to end');
+SnowflakeTest::wait_until(sub { lease_state() eq 'disconnected' }, 'the killed client\'s connection to end');
 
 my $next = start_lease_client($node, 'after_kill', '--count', 1000);
 my $next_lease = wait_for_lease($next);
@@ -103,7 +90,7 @@ like($err, qr/all 1 snowflake worker ids set aside for leases are leased/,
 	'until the lease runs out, its worker id is not leased again');
 is(finish_lease_client($lapsed), 0, 'the client exits without releasing its ttl lease');
 like($lapsed->{stdout}, qr/^not released$/m, 'it says so');
-wait_until(sub { lease_state() eq 'expired' }, 'the lapsed lease to expire');
+SnowflakeTest::wait_until(sub { lease_state() eq 'expired' }, 'the lapsed lease to expire');
 # Its renewals moved the end of its window.
 $lapsed_lease->{not_after} = $node->safe_psql('postgres',
 	qq{SELECT (extract(epoch FROM not_after) * 1000)::bigint FROM snowflake_leases
@@ -124,10 +111,10 @@ ok(id_ms(min_of(read_ids($heir))) >= $lapsed_lease->{not_after},
 my $zombie = start_lease_client($node, 'zombie', '--ttl', 2, '--count', 1_000_000,
 	'--rate', 1000);
 my $zombie_lease = wait_for_lease($zombie);
-wait_until(sub { read_ids($zombie) >= 100 }, 'the zombie\'s IDs');
+SnowflakeTest::wait_until(sub { read_ids($zombie) >= 100 }, 'the zombie\'s IDs');
 my $pid = $zombie->{harness}->{KIDS}[0]{PID};
 kill 'STOP', $pid;
-wait_until(sub { lease_state() eq 'expired' }, 'the zombie\'s lease to expire');
+SnowflakeTest::wait_until(sub { lease_state() eq 'expired' }, 'the zombie\'s lease to expire');
 # The zombie may have renewed before it was stopped: its window ends where
 # the view says, not where its grant said.
 my $zombie_not_after = $node->safe_psql('postgres',
@@ -172,7 +159,7 @@ is( $node->safe_psql(
 like($err, qr/all 1 snowflake worker ids set aside for leases are leased/,
 	'nobody else gets its worker id while its connection lives');
 is(finish_lease_client($piped), 0, 'the client exits without releasing');
-wait_until(sub { lease_state() eq 'disconnected' }, 'the pipelined lease to end with its connection');
+SnowflakeTest::wait_until(sub { lease_state() eq 'disconnected' }, 'the pipelined lease to end with its connection');
 my $piped_not_after = $node->safe_psql('postgres',
 	qq{SELECT (extract(epoch FROM not_after) * 1000)::bigint FROM snowflake_leases
 	    WHERE token = $piped_lease->{token}});
@@ -333,7 +320,7 @@ my ($first_wait, undef, $first_not_after) = split /\|/, $runaway->safe_psql('pos
 ok($first_wait <= 0, 'the first holder need not wait');
 # Until the first connection is gone, the worker id is still held.
 my ($second_ret, $second_out, $second_err);
-wait_until(
+SnowflakeTest::wait_until(
 	sub {
 		($second_ret, $second_out, $second_err) = $runaway->psql('postgres', $vanish);
 		die "unexpected: $second_err" if $second_ret != 0 && $second_err !~ /are leased/;
@@ -346,7 +333,7 @@ ok($second_not_before >= $first_not_after - 1,
 ok($second_wait > 0 && $second_wait <= 120_000,
 	"the second holder waits for the first one's window ($second_wait ms)");
 my ($third_ret, $third_out, $third_err);
-wait_until(
+SnowflakeTest::wait_until(
 	sub {
 		($third_ret, $third_out, $third_err) = $runaway->psql('postgres', $vanish);
 		return $third_err !~ /are leased/;

@@ -39,7 +39,6 @@ use SnowflakeLease qw(lease_node_settings);
 use SnowflakeTest;
 use Test::More;
 use IPC::Run;
-use Time::HiRes qw(usleep);
 
 my ($pgbouncer) =
   grep { -x $_ } map { "$_/pgbouncer" } (split(/:/, $ENV{PATH} // ''), '/usr/sbin');
@@ -106,25 +105,12 @@ END
 	$bouncer->kill_kill if defined $bouncer && $bouncer->pumpable;
 }
 
-# Waits until $condition returns true, for at most the default timeout;
-# dies (failing the test) rather than hang.
-sub wait_until
-{
-	my ($condition, $what) = @_;
-	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
-	until ($condition->())
-	{
-		die "timed out waiting for $what" if time() > $deadline;
-		usleep(50_000);
-	}
-	return;
-}
 
 sub slurp_log
 {
 	return -f $log ? PostgreSQL::Test::Utils::slurp_file($log) : '';
 }
-wait_until(
+SnowflakeTest::wait_until(
 	sub {
 		$bouncer->pump_nb;
 		die "pgbouncer exited: $bouncer_err" unless $bouncer->pumpable;
@@ -350,13 +336,13 @@ DETAIL:  \QNode 1 sets aside 2 worker ids (snowflake.lease_workers). Every lease
 /,
 	'and a third finds both held by server connections');
 admin('RECONNECT pooled');
-wait_until(sub { lease_row($conn_token, 'state') eq 'disconnected' },
+SnowflakeTest::wait_until(sub { lease_row($conn_token, 'state') eq 'disconnected' },
 	'the lease to end with its server connection');
 is( $node->safe_psql('postgres',
 		"SELECT count(*) FROM pg_stat_activity WHERE pid = $conn_pid"),
 	'0',
 	'once PgBouncer closed the server connection (RECONNECT), the lease ended');
-wait_until(
+SnowflakeTest::wait_until(
 	sub {
 		$node->safe_psql('postgres',
 			q{SELECT count(*) FROM snowflake_leases WHERE state = 'held'}) eq '0';
