@@ -151,12 +151,20 @@ SELECT set_config('regress.old_pid', :'old_pid', false) IS NOT NULL AS noted;
 DO $$
 BEGIN
     -- Up to 180 s for the old backend to exit (was 5 s, a guess at how
-    -- fast an exiting backend is reaped).
+    -- fast an exiting backend is reaped).  pg_stat_activity is read once
+    -- per transaction unless its snapshot is cleared, and this block is one
+    -- transaction.
     FOR i IN 1..18000 LOOP
+        PERFORM pg_stat_clear_snapshot();
         EXIT WHEN NOT EXISTS (SELECT 1 FROM pg_stat_activity
                                WHERE pid = current_setting('regress.old_pid')::integer);
         PERFORM pg_sleep(0.01);
     END LOOP;
+    IF EXISTS (SELECT 1 FROM pg_stat_activity
+                WHERE pid = current_setting('regress.old_pid')::integer) THEN
+        RAISE EXCEPTION 'backend % did not exit in 180 s',
+            current_setting('regress.old_pid');
+    END IF;
 END
 $$;
 SELECT holder, state FROM snowflake_leases WHERE ttl IS NULL AND token > :tokens_before ORDER BY token;
