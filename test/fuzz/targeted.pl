@@ -36,23 +36,30 @@
 #   leases    lease programs: grants, renewals and releases with real tokens
 #             and edge tokens, IDs and client times, from the holder's role
 #             and another one;
-#   role      every function called by a role without privileges;
+#   role      every function called by an ordinary role (fuzz_plain, taken
+#             with SET ROLE: no superuser; SELECT on the fuzz tables and
+#             EXECUTE on the lease functions granted by run.sh);
 # while a second session ("noise") issues IDs, batches and cursors all along.
 #
 # Errors are expected: each must be a clean ERROR.  A failure is an internal
 # error (SQLSTATE class XX), a statement cancelled by statement_timeout that
-# was not meant to be (a hang), a lost connection (a crash), a duplicate ID,
-# a rewritten query whose count differs from the reference, or a psql run
-# that does not finish in time.  Every ID issued is printed (rows tagged
-# "fuzzid", or NOTICEs inside PL/pgSQL), so IDs issued in transactions that
-# roll back count too; all must be distinct.  The IDs of committed
-# transactions also go into fuzz_ids, whose primary key refuses a duplicate.
+# was not meant to be (a hang; the noise session may also be cancelled by
+# the main one), a lost connection (a crash), a duplicate ID, a rewritten
+# query whose count differs from the reference, or a psql run that does not
+# finish in time.  Every ID that a successful statement returns is printed
+# (rows tagged "fuzzid", or NOTICEs inside PL/pgSQL), so IDs returned in
+# transactions that roll back count too; all must be distinct.  The IDs of
+# committed transactions also go into fuzz_ids, whose primary key refuses a
+# duplicate.
 #
-# Connects as PGHOST/PGPORT/PGUSER/PGDATABASE say, as a superuser.
+# Connects as PGHOST/PGPORT/PGUSER/PGDATABASE say, as a superuser, to a
+# database whose statement_timeout is the hang limit (the setup runs
+# without it).
 #   FUZZ_SEED           the seed (default: from the time and pid); printed
 #   FUZZ_ITERATIONS     random programs per section (default 40)
 #   FUZZ_WORKDIR        where the scripts and their output go (required)
-#   FUZZ_TARGETED_SECONDS  the time this may take in all (default 240)
+#   FUZZ_TARGETED_SECONDS  the time this may take in all (default 240); the
+#                       sections stop short of it, the summary comes after
 #   FUZZ_NOISE          1 (default) to run the concurrent session, 0 not
 # Prints one line per section and last
 #   targeted: N statements, M IDs, C checks passed, F failed (seed S)
@@ -60,6 +67,7 @@
 use strict;
 use warnings;
 use IPC::Run qw(run timeout);
+use List::Util qw(head min tail);
 use Time::HiRes qw(time sleep);
 use POSIX ();
 
@@ -77,15 +85,19 @@ print "targeted: seed $seed, $iterations iterations (replay: FUZZ_SEED=$seed FUZ
 
 my @psql = ('psql', '-X', '-q', '-At', '-F', '|', '-v', 'VERBOSITY=verbose', '-v', 'ON_ERROR_STOP=0');
 
+# A signal (run.sh's timeout, Ctrl-C) ends this through die, so that the
+# psql running is killed (IPC::Run's run does) and the END block below
+# stops the noise session.
+$SIG{INT} = $SIG{TERM} = sub { die "targeted: stopped by SIG$_[0]\n" };
+
 # ---------------------------------------------------------------- results
 
 my @failures;            # one line each
 my $checks = 0;          # passed checks
 my $statements_total = 0;
-my %section_statements;
 my %errors_by_state;     # SQLSTATE -> count
 my %extension_errors;    # "SQLSTATE message-shape (location)" -> count, raised by our C++
-my %warnings;
+my %warnings;            # the main session's only
 my @ids;                 # every ID seen, once per issue
 my %keyed;               # "key|id" of rows that may be fetched again (scroll cursors)
 my %cmp;                 # rewrite comparisons: key -> {a => n, b => n}
@@ -114,7 +126,9 @@ sub st { my ($sql, %opt) = @_; $sql =~ s/\s*\n\s*/ /g; return { sql => $sql, %op
 my $script_seq = 0;
 
 # Runs statements in one psql session; parses what it printed.  $opt{noise}:
-# the session may be cancelled or terminated by the main one.
+# the session may be cancelled or terminated by the main one; $opt{strict}:
+# any error fails (the setup); $opt{limit}: the seconds psql may take
+# (default: until the deadline, at least 10).
 sub run_script {
 	my ($section, $stmts, %opt) = @_;
 	$script_seq++;
@@ -125,25 +139,30 @@ sub run_script {
 	my $limit = $opt{limit} // ($deadline - time);
 	$limit = 10 if $limit < 10;
 	my ($status, $timed_out) = (0, 0);
-	local $ENV{PGAPPNAME} = $opt{appname} // 'fuzz_main';
+	my $appname = $opt{appname} // 'fuzz_main';
+	local $ENV{PGAPPNAME} = $appname;
 	eval {
 		run [ @psql, '-f', "$base.sql" ], '<', \undef, '>', "$base.out", '2>', "$base.err",
 			timeout($limit);
 		$status = $? >> 8;
 		1;
 	} or do {
-		$timed_out = 1;
+		die $@ if $@ =~ /^targeted: stopped/;
 		$status = -1;
+		if ($@ =~ /timeout/) {
+			$timed_out = 1;
+		} else {
+			fail("$section: psql could not be run: $@");
+		}
 	};
 	my ($ran, $lost_reported, $terminated) = parse_output($section, $base, $stmts, %opt);
-	$section_statements{$section} += $ran;
 	$statements_total += $ran;
 	# psql ends with 0 when statements fail (ON_ERROR_STOP=0); 2 is a lost
 	# connection, 1 a failure of its own.
-	if (!$timed_out && $status != 0 && !$lost_reported && !$terminated) {
+	if (!$timed_out && $status > 0 && !$lost_reported && !$terminated) {
 		open my $eh, '<', "$base.err";
-		my @tail = $eh ? (<$eh>)[-3 .. -1] : ();
-		fail("$section: psql exited with status $status ($base.err: " . join('', grep { defined } @tail) . ')');
+		my @tail = $eh ? tail(3, <$eh>) : ();
+		fail("$section: psql exited with status $status ($base.err: " . join('', @tail) . ')');
 	}
 	if ($timed_out) {
 		my $active = eval {
@@ -153,8 +172,12 @@ sub run_script {
 		} // '?';
 		fail("$section: psql did not finish within $limit s (a hang?); $base.sql, "
 			  . "statement " . ($ran + 1) . "; active: $active");
-		query_rows("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-			  . "WHERE application_name LIKE 'fuzz%' AND application_name <> 'fuzz_watcher' AND pid <> pg_backend_pid()");
+		# Its own session only: the other one (main or noise) goes on.
+		eval {
+			query_rows("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = "
+				  . sql_quote($appname));
+			1;
+		} or fail("$section: could not end its session: $@");
 	}
 	return ($status, $ran);
 }
@@ -173,6 +196,9 @@ sub parse_output {
 			record_ids($1, $2);
 		} elsif ($line =~ /^cmp\|([^|]+)\|([ab])\|(\d+)$/) {
 			$cmp{$1}{$2} = $3;
+		} elsif ($line =~ /^reloaded\|([^|]*)\|([tf])$/) {
+			fail("$section: the session did not re-read the configuration within the wait "
+				  . "after pg_reload_conf() ($1; $base.sql)") if $2 ne 't';
 		}
 	}
 	close $out;
@@ -189,7 +215,7 @@ sub parse_output {
 			}
 			my $stmt = $stmts->[$lineno - 1] // { sql => '?' };
 			if ($level eq 'WARNING') {
-				$warnings{"$state $msg"}++;
+				$warnings{"$state $msg"}++ unless $opt{noise};
 				next;
 			}
 			$errors_by_state{$state}++;
@@ -197,14 +223,17 @@ sub parse_output {
 			$terminated = 1 if $state eq '57P01' && $opt{noise};
 			if ($state =~ /^XX/ || $level eq 'PANIC') {
 				fail("$section: internal error $state \"$msg\" from: $stmt->{sql}  ($base.sql:$lineno)");
-			} elsif ($state eq '57014' && !$stmt->{cancel} && !$opt{noise}) {
+			} elsif ($opt{strict}) {
+				fail("$section: $level $state \"$msg\" from: $stmt->{sql}  ($base.sql:$lineno)");
+			} elsif ($state eq '57014' && !$stmt->{cancel}
+				&& !($opt{noise} && $msg =~ /due to user request/)) {
 				fail("$section: cancelled (statement_timeout, a hang?) \"$msg\": $stmt->{sql}  ($base.sql:$lineno)");
 			} elsif ($state eq '23505' && $msg =~ /fuzz_ids/) {
 				fail("$section: duplicate ID in fuzz_ids: \"$msg\": $stmt->{sql}  ($base.sql:$lineno)");
 			} elsif ($state =~ /^57P0[2-4]$/ || ($state =~ /^57P01$/ && !$opt{noise})) {
 				fail("$section: server went away ($state \"$msg\") at: $stmt->{sql}  ($base.sql:$lineno)");
 			}
-		} elsif ($line =~ /^psql:[^:]*:(\d+): (server closed the connection unexpectedly|connection to server was lost|.*could not connect|.*connection to server .* failed)/) {
+		} elsif ($line =~ /^psql:[^:]*:(\d+): (server closed the connection unexpectedly|connection to server was lost|.*connection to server .* failed)/) {
 			$lost = 1;
 			$lost_line = $1;
 		} elsif ($line =~ /^(server closed the connection unexpectedly|connection to server was lost)/) {
@@ -250,15 +279,19 @@ sub record_ids {
 my ($server_version) = map { $_->[0] } query_rows('SHOW server_version_num');
 my @functions;
 for my $r (query_rows(<<'SQL')) {
-SELECT quote_ident(n.nspname) || '.' || quote_ident(p.proname), p.proname, p.pronargs,
-       p.pronargdefaults, p.proretset, p.provolatile, p.proparallel, p.proisstrict,
+SELECT quote_ident(n.nspname) || '.' || quote_ident(p.proname), p.proname,
+       p.pronargdefaults, p.proretset, p.provolatile,
        format_type(p.prorettype, NULL), t.typtype,
        array_to_string(ARRAY(SELECT format_type(u.t, NULL)
                                FROM unnest(coalesce(p.proallargtypes, p.proargtypes::oid[]))
                                     WITH ORDINALITY AS u(t, i) ORDER BY u.i), ';'),
        coalesce(array_to_string(p.proargmodes, ';'), ''),
-       coalesce(array_to_string(p.proargnames, ';', ''), ''),
-       p.oid::regprocedure::text
+       -- The argument names, as they are and quoted (for named notation),
+       -- apart by chr(30).
+       coalesce((SELECT string_agg(u.n, chr(30) ORDER BY u.i)
+                   FROM unnest(p.proargnames) WITH ORDINALITY AS u(n, i)), ''),
+       coalesce((SELECT string_agg(CASE WHEN u.n = '' THEN '' ELSE quote_ident(u.n) END, chr(30) ORDER BY u.i)
+                   FROM unnest(p.proargnames) WITH ORDINALITY AS u(n, i)), '')
   FROM pg_proc AS p
   JOIN pg_namespace AS n ON n.oid = p.pronamespace
   JOIN pg_type AS t ON t.oid = p.prorettype
@@ -268,22 +301,23 @@ SELECT quote_ident(n.nspname) || '.' || quote_ident(p.proname), p.proname, p.pro
  WHERE p.prokind = 'f'
  ORDER BY p.proname, p.oid
 SQL
-	my ($qname, $name, $nargs, $ndefaults, $retset, $vol, $par, $strict, $rettype, $rettyptype,
-		$alltypes, $modes, $names, $signature) = @$r;
+	my ($qname, $name, $ndefaults, $retset, $vol, $rettype, $rettyptype, $alltypes, $modes, $names,
+		$qnames) = @$r;
 	my @types = split /;/, $alltypes, -1;
 	my @modes = split /;/, $modes, -1;
-	my @names = split /;/, $names, -1;
-	my (@argtypes, @argnames);
+	my @names = split /\x1e/, $names, -1;
+	my @qnames = split /\x1e/, $qnames, -1;
+	my (@argtypes, @argnames, @qargnames);
 	for my $i (0 .. $#types) {
 		next if @modes && $modes[$i] !~ /^[ibv]$/;
 		push @argtypes, $types[$i];
 		push @argnames, $names[$i] // '';
+		push @qargnames, $qnames[$i] // '';
 	}
 	push @functions, {
 		qname => $qname, name => $name, ndefaults => $ndefaults, retset => $retset eq 't',
-		volatile => $vol eq 'v', parallel => $par, rettype => $rettype,
-		record => ($rettyptype eq 'c' || $rettype eq 'record'), argtypes => \@argtypes,
-		argnames => \@argnames, signature => $signature,
+		volatile => $vol eq 'v', record => ($rettyptype eq 'c' || $rettype eq 'record'),
+		argtypes => \@argtypes, argnames => \@argnames, qargnames => \@qargnames,
 		# Issues IDs: a volatile function returning bigint (snowflake_nextval
 		# and its batch form); their results are recorded and checked.
 		issues_ids => ($vol eq 'v' && $rettype eq 'bigint' ? 1 : 0),
@@ -378,7 +412,7 @@ sub edges_for {
 		my $elem = $1;
 		@e = ("NULL::$type", "'{}'::$type", "'{NULL}'::$type");
 		my @el = grep { !/^NULL/ } @{ $edges{$elem} // [] };
-		push @e, "ARRAY[" . join(', ', @el[0 .. ($#el < 3 ? $#el : 3)]) . "]::$type" if @el;
+		push @e, "ARRAY[" . join(', ', head(4, @el)) . "]::$type" if @el;
 	} else {
 		@e = ("NULL::$type");
 	}
@@ -474,7 +508,10 @@ my @setup = map { st($_) } (
 	'CREATE VIEW fuzz_view AS SELECT id FROM fuzz_t;',
 	'CREATE SEQUENCE fuzz_seq;',
 	'ANALYZE;',
-	'GRANT SELECT ON ALL TABLES IN SCHEMA public TO fuzz_plain;',
+	# Not ON ALL TABLES: that would take in the extension's lease tables,
+	# which hold tokens and are kept from PUBLIC.
+	'GRANT SELECT ON fuzz_ids, fuzz_t, fuzz_small, fuzz_brin, fuzz_part, fuzz_conv_a, fuzz_conv_b, '
+	  . 'fuzz_conv_c, fuzz_conv_d, fuzz_view, fuzz_seq TO fuzz_plain;',
 );
 # PL/pgSQL wrappers that claim PARALLEL SAFE, one per function: so that the
 # function runs inside a parallel worker, as a mislabelled user function
@@ -489,19 +526,29 @@ for my $i (0 .. $#functions) {
 	push @setup, st("CREATE FUNCTION fuzz_liar_scalar_$i() RETURNS text LANGUAGE plpgsql VOLATILE PARALLEL SAFE AS \$l\$ BEGIN RETURN (SELECT string_agg(x::text, ',') FROM $call AS x); END \$l\$;");
 	push @liars, [ $i, $f ];
 }
-my ($st) = run_script('setup', \@setup);
+{
+	# No statement_timeout: a slow CREATE INDEX or ANALYZE is no hang.
+	local $ENV{PGOPTIONS} = '-c statement_timeout=0';
+	run_script('setup', \@setup, strict => 1);
+}
 check(!@failures, 'setup failed') or die "targeted: setup failed\n";
-open my $setup_err, '<', sprintf('%s/%03d-setup.err', $workdir, $script_seq) or die;
-my @setup_errors = grep { /ERROR/ } <$setup_err>;
-close $setup_err;
-die "targeted: setup failed:\n@setup_errors" if @setup_errors;
 
 # ---------------------------------------------------------------- noise
 
 # A second session all along: IDs, batches, cursors, worker releases.  The
-# main session cancels and terminates it now and then.
+# main session cancels and terminates it now and then.  It runs in a child
+# process, which the END block below stops if this one ends early; it stops
+# by itself at the deadline, or if this one is gone.
 my $noise_pid;
 my $noise_stop = "$workdir/noise.stop";
+my $parent_pid = $$;
+END {
+	if ($noise_pid && $$ == $parent_pid) {
+		local $?;
+		kill 'TERM', $noise_pid;
+		waitpid($noise_pid, 0);
+	}
+}
 if ($noise_on) {
 	$noise_pid = fork // die "fork: $!";
 	if ($noise_pid == 0) {
@@ -512,14 +559,16 @@ if ($noise_on) {
 		(%errors_by_state, %extension_errors, %keyed) = ();
 		$statements_total = 0;
 		my $chunk = 0;
-		while (!-e $noise_stop && time < $deadline - 5) {
+		# At least one chunk, unless the time is out.
+		while (time < $deadline - 10 && getppid() == $parent_pid && ($chunk == 0 || !-e $noise_stop)) {
 			my @s = map { txn_program("n$chunk.$_", 1) } 1 .. 8;
-			run_script("noise$chunk", \@s, noise => 1, appname => 'fuzz_noise', limit => 60);
+			run_script("noise$chunk", \@s, noise => 1, appname => 'fuzz_noise',
+				limit => min(60, $deadline - time));
 			$chunk++;
 			# Leaves the main session most of a CPU.
 			sleep 0.2;
 		}
-		# Hands its findings to the parent through a file.
+		# Hands its findings to the parent through a file; "end" last.
 		open my $fh, '>', "$workdir/noise.result" or die;
 		print $fh "statements $statements_total\n";
 		print $fh "chunks $chunk\n";
@@ -527,7 +576,8 @@ if ($noise_on) {
 		print $fh "fail $_\n" for @failures;
 		print $fh "error $_ $errors_by_state{$_}\n" for keys %errors_by_state;
 		print $fh "exterr $extension_errors{$_} $_\n" for keys %extension_errors;
-		close $fh;
+		print $fh "end\n";
+		close $fh or die;
 		POSIX::_exit(0);
 	}
 }
@@ -548,6 +598,9 @@ sub txn_program {
 			'BEGIN ISOLATION LEVEL REPEATABLE READ;', 'START TRANSACTION;'));
 	}
 	my @savepoints;
+	# Where a short statement_timeout may hold till the end of the
+	# transaction: in one aborted by the cancel it is not undone before.
+	my $short_from;
 	my $ops = 3 + int rand 12;
 	for my $k (1 .. $ops) {
 		my $r = rand;
@@ -582,16 +635,15 @@ sub txn_program {
 		} elsif ($r < 0.76) {
 			push @s, st(q{DO $p$ DECLARE i bigint; BEGIN FOR i IN SELECT x FROM snowflake_nextval(20) AS x LOOP RAISE NOTICE 'fuzzid|-|%', i; IF i % 7 = 0 THEN PERFORM snowflake_release_worker(); END IF; END LOOP; PERFORM snowflake_nextval(-5); END $p$;});
 		} elsif ($r < 0.79) {
-			# A cancel in the middle of a batch.
-			if ($in_txn) {
-				push @s, st("SET LOCAL statement_timeout = '" . pick(1, 2, 5, 20) . "ms';");
-				push @s, st('SELECT count(*) FROM snowflake_nextval(1000000);', cancel => 1);
-				push @s, st('SET LOCAL statement_timeout = DEFAULT;');
-			} else {
-				push @s, st("SET statement_timeout = '" . pick(1, 2, 5, 20) . "ms';");
-				push @s, st("SELECT count(*) FROM snowflake_nextval(1000000);", cancel => 1);
-				push @s, st('RESET statement_timeout;');
-			}
+			# A cancel in the middle of a batch.  The short timeout may
+			# cancel the statements that restore it too; a plain RESET
+			# after them, under the usual timeout.
+			my $local = $in_txn ? 'LOCAL ' : '';
+			push @s, st("SET ${local}statement_timeout = '" . pick(1, 2, 5, 20) . "ms';"),
+				st('SELECT count(*) FROM snowflake_nextval(1000000);', cancel => 1);
+			$short_from //= @s if $in_txn;
+			push @s, st("SET ${local}statement_timeout = DEFAULT;", cancel => 1),
+				st('RESET statement_timeout;');
 		} elsif ($r < 0.82) {
 			push @s, st('SELECT * FROM snowflake_decode((SELECT max(id) FROM fuzz_ids));');
 		} elsif ($r < 0.85) {
@@ -622,6 +674,8 @@ sub txn_program {
 		} else {
 			push @s, st(pick('COMMIT;', 'ROLLBACK;', 'END;', 'ABORT;'));
 		}
+		# Copies: a statement may be shared ($lease_cleanup).
+		$_ = { %$_, cancel => 1 } for @s[ ($short_from // scalar @s) .. $#s ];
 	}
 	push @s, $lease_cleanup if !$noise;
 	return @s;
@@ -693,6 +747,23 @@ sub cursor_program {
 
 # ---------------------------------------------------------------- sections
 
+# Argument lists for types @$types: each argument in turn over its values
+# in @$lists while the others keep typical ones, then $random lists of
+# values drawn at random.
+sub vary_each {
+	my ($types, $lists, $random) = @_;
+	my @combos;
+	for my $i (0 .. $#$types) {
+		for my $v (@{ $lists->[$i] }) {
+			my @c = map { typical_for($_) } @$types;
+			$c[$i] = $v;
+			push @combos, \@c;
+		}
+	}
+	push @combos, [ map { pick(@$_) } @$lists ] for 1 .. $random;
+	return @combos;
+}
+
 sub section_edge {
 	my @s;
 	my $cap = 400;
@@ -716,17 +787,7 @@ sub section_edge {
 				@combos = map { my $c = $_; map { [ @$c, $_ ] } @$l } @combos;
 			}
 		} else {
-			my @base = map { typical_for($_) } @types;
-			for my $i (0 .. $#types) {
-				for my $v (@{ $lists[$i] }) {
-					my @c = @base;
-					$c[$i] = $v;
-					push @combos, \@c;
-				}
-			}
-			for (1 .. $iterations * 3) {
-				push @combos, [ map { pick(@$_) } @lists ];
-			}
+			@combos = vary_each(\@types, \@lists, $iterations * 3);
 		}
 		for my $c (@combos) {
 			push @s, call_forms($f, $c);
@@ -734,12 +795,13 @@ sub section_edge {
 		# Default arguments left out, and named notation.
 		if ($f->{ndefaults} > 0) {
 			my $required = @types - $f->{ndefaults};
-			for my $c (@combos[0 .. ($#combos < 20 ? $#combos : 20)]) {
+			for my $c (head(21, @combos)) {
 				push @s, call_forms($f, [ @$c[0 .. $required - 1] ]);
 			}
-			if (!grep { $_ eq '' } @names) {
+			my @qnames = @{ $f->{qargnames} };
+			if (!grep { $_ eq '' } @qnames) {
 				my @c = @{ pick(@combos) };
-				push @s, call_forms($f, [ map { "$names[$_] => $c[$_]" } reverse 0 .. $#c ]);
+				push @s, call_forms($f, [ map { "$qnames[$_] => $c[$_]" } reverse 0 .. $#c ]);
 			}
 		}
 		push @s, call_forms($f, typical_args($f), all => 1);
@@ -781,6 +843,18 @@ sub setting_values {
 	return ([ @bad, @v ], \@good);
 }
 
+# pg_reload_conf(), then a wait until this session has re-read the
+# configuration (a backend does between statements: pg_conf_load_time()
+# moves then), bounded: statements that sleep, less and less briefly, only
+# while it has not; then whether it has ("reloaded|name|t").
+sub reload_conf {
+	my ($n) = @_;
+	return (st('SELECT pg_conf_load_time() AS fz_conf \\gset'), st('SELECT pg_reload_conf();'),
+		st(q{SELECT format('SELECT pg_sleep(%s) WHERE pg_conf_load_time() <= %L', s, :'fz_conf') }
+		  . q{FROM unnest('{0.01,0.02,0.05,0.1,0.2,0.5,1,1,1,1,1,1,1,1,1,1}'::numeric[]) AS s \\gexec}),
+		st("SELECT 'reloaded', '$n', pg_conf_load_time() > :'fz_conf';"));
+}
+
 sub section_settings {
 	my @s;
 	my @probe = probe();
@@ -808,21 +882,22 @@ sub section_settings {
 			push @s, st("ALTER SYSTEM SET $n = $v;") if $v =~ /^'/;
 		}
 		push @s, st("ALTER SYSTEM RESET $n;");
-		for my $v (@$good) {
-			push @s, st("ALTER SYSTEM SET $n = $v;"), st('SELECT pg_reload_conf();'), st('SELECT pg_sleep(0.05);');
+		# Not those that only a restart changes.
+		for my $v ($g->{context} eq 'postmaster' ? () : @$good) {
+			push @s, st("ALTER SYSTEM SET $n = $v;"), reload_conf($n);
 			push @s, st("SHOW $n;");
 			push @s, @probe;
-			push @s, st("ALTER SYSTEM RESET $n;"), st('SELECT pg_reload_conf();'), st('SELECT pg_sleep(0.05);');
+			push @s, st("ALTER SYSTEM RESET $n;"), reload_conf($n);
 		}
-		push @s, st("ALTER DATABASE " . q{"} . ($ENV{PGDATABASE} // 'fuzz') . q{"} . " SET $n = $good->[0];"),
-			st("ALTER DATABASE " . q{"} . ($ENV{PGDATABASE} // 'fuzz') . q{"} . " RESET $n;") if @$good;
+		push @s, st("DO \$a\$ BEGIN EXECUTE format('ALTER DATABASE %I SET $n = %L', current_database(), $good->[0]); END \$a\$;"),
+			st("DO \$a\$ BEGIN EXECUTE format('ALTER DATABASE %I RESET $n', current_database()); END \$a\$;") if @$good;
 	}
 	# Names under the reserved prefix that are not settings.
 	for my $n ('snowflake.no_such_setting', 'snowflake.', 'snowflake.epoch.x', 'snowflake."node_bits"', 'SNOWFLAKE.NODE_BITS') {
 		push @s, st("SET $n = 1;"), st("SHOW $n;"), st("SELECT set_config('$n', '1', false);"),
 			st("SELECT current_setting('$n', true);"), st("ALTER SYSTEM SET $n = 1;");
 	}
-	push @s, st('RESET ALL;'), st('ALTER SYSTEM RESET ALL;'), st('SELECT pg_reload_conf();'), st('SELECT pg_sleep(0.1);');
+	push @s, st('RESET ALL;'), st('ALTER SYSTEM RESET ALL;'), reload_conf('all');
 	push @s, @probe;
 	return @s;
 }
@@ -835,12 +910,21 @@ sub section_parallel {
 		'SET max_parallel_workers_per_gather = 2;', 'SET parallel_leader_participation = off;');
 	for my $pass (1 .. 2) {
 		push @s, st('SET enable_seqscan = off;'), st('SET enable_bitmapscan = off;') if $pass == 2;
+		my $where = $pass == 2 ? "id >= 0 AND id < 9223372036854775807" : 'id >= 0';
 		for my $f (@functions) {
 			next if $f->{ddl} || !$f->{callable};
 			my @types = @{ $f->{argtypes} };
 			my @names = @{ $f->{argnames} };
 			# The second pass, over indexes, for the functions of an ID only.
 			next if $pass == 2 && !grep { $_ eq 'bigint' } @types;
+			if ($f->{issues_ids}) {
+				# Typical arguments, in the select list: once per row (in
+				# FROM it would run once).
+				my $call = "$f->{qname}(" . join(', ', @{ typical_args($f) }) . ')';
+				push @s, st("SELECT 'fuzzid', '-', $call FROM fuzz_small WHERE $where;");
+				push @s, $lease_cleanup if $f->{leases};
+				next;
+			}
 			# A bigint argument takes the scanned column.
 			my @combos = ([ map { $types[$_] eq 'bigint' ? 'id' : typical_for($types[$_]) } 0 .. $#types ]);
 			for (1 .. ($pass == 1 ? 1 + int($iterations / 10) : 1)) {
@@ -848,12 +932,7 @@ sub section_parallel {
 			}
 			for my $c (@combos) {
 				my $call = "$f->{qname}(" . join(', ', @$c) . ')';
-				my $where = $pass == 2 ? "id >= 0 AND id < 9223372036854775807" : 'id >= 0';
-				if ($f->{issues_ids}) {
-					# In the select list: once per row (in FROM it would run once).
-					$call = "$f->{qname}(" . join(', ', @{ typical_args($f) }) . ')';
-					push @s, st("SELECT 'fuzzid', '-', $call FROM fuzz_small WHERE $where;");
-				} elsif ($f->{retset}) {
+				if ($f->{retset}) {
 					push @s, st("SELECT count(*) FROM fuzz_small, LATERAL $call AS x WHERE $where;");
 				} else {
 					# Volatile ones run once per row: the small table.
@@ -877,15 +956,19 @@ sub section_parallel {
 	return @s;
 }
 
-# The rewrite checks: each count of a rewritten comparison against the same
-# comparison computed below OFFSET 0, where the planner hook cannot reach.
+# The rewrite checks: each count of a rewritten comparison ("a") against
+# the same comparison computed below OFFSET 0, where the planner hook cannot
+# reach ("b"); $key, an SQL expression, pairs them in the output.
+sub cmp_queries {
+	my ($table, $pred, $ref_pred, $key) = @_;
+	return ("SELECT 'cmp', $key, 'a', count(*) FROM $table WHERE id IS NOT NULL AND ($pred)",
+		"SELECT 'cmp', $key, 'b', count(*) FROM (SELECT id, snowflake_timestamp(id) AS ts FROM $table WHERE id IS NOT NULL OFFSET 0) AS s WHERE $ref_pred");
+}
 my $cmp_seq = 0;
 sub rewrite_pair {
-	my ($table, $pred, $ref_pred, $prefix) = @_;
+	my ($table, $pred, $ref_pred) = @_;
 	$cmp_seq++;
-	my $k = "r$cmp_seq";
-	return (st("${prefix}SELECT 'cmp', '$k', 'a', count(*) FROM $table WHERE id IS NOT NULL AND ($pred);"),
-		st("${prefix}SELECT 'cmp', '$k', 'b', count(*) FROM (SELECT id, snowflake_timestamp(id) AS ts FROM $table WHERE id IS NOT NULL OFFSET 0) AS s WHERE $ref_pred;"));
+	return map { st("$_;") } cmp_queries($table, $pred, $ref_pred, "'r$cmp_seq'");
 }
 
 sub rewrite_predicates {
@@ -915,12 +998,12 @@ sub section_rewrite_queries {
 	push @ts, 'NULL::timestamptz';
 	my @tables = ('fuzz_t', 'fuzz_brin', 'fuzz_part');
 	# Literals.
-	for my $x ($short ? @ts[0 .. 5] : @ts) {
+	for my $x ($short ? head(6, @ts) : @ts) {
 		my $y = pick(@ts);
 		my @p = rewrite_predicates($x, $y);
 		@p = map { pick(@p) } 1 .. 6 if $short;
 		for my $p (@p) {
-			push @s, rewrite_pair(pick(@tables), $p->[0], $p->[1], '');
+			push @s, rewrite_pair(pick(@tables), $p->[0], $p->[1]);
 		}
 	}
 	return @s if $short;
@@ -930,8 +1013,9 @@ sub section_rewrite_queries {
 	for my $p (@p) {
 		for my $table (@tables) {
 			$pi++;
-			push @s, st("PREPARE fz_ra$pi(timestamptz, timestamptz, text) AS SELECT 'cmp', \$3, 'a', count(*) FROM $table WHERE id IS NOT NULL AND ($p->[0]);");
-			push @s, st("PREPARE fz_rb$pi(timestamptz, timestamptz, text) AS SELECT 'cmp', \$3, 'b', count(*) FROM (SELECT id, snowflake_timestamp(id) AS ts FROM $table WHERE id IS NOT NULL OFFSET 0) AS s WHERE $p->[1];");
+			my ($qa, $qb) = cmp_queries($table, $p->[0], $p->[1], '$3');
+			push @s, st("PREPARE fz_ra$pi(timestamptz, timestamptz, text) AS $qa;"),
+				st("PREPARE fz_rb$pi(timestamptz, timestamptz, text) AS $qb;");
 			for my $mode ('force_custom_plan', 'force_generic_plan') {
 				push @s, st("SET plan_cache_mode = $mode;");
 				my @xs = (rand() < 0.5 ? @ts : map { pick(@ts) } 1 .. 5);
@@ -949,11 +1033,11 @@ sub section_rewrite_queries {
 	push @s, st('SET snowflake.rewrite_timestamp_comparisons = off;') if grep { $_->{name} eq 'snowflake.rewrite_timestamp_comparisons' } @settings;
 	for my $x (map { pick(@ts) } 1 .. 5) {
 		my $p = pick(rewrite_predicates($x, pick(@ts)));
-		push @s, rewrite_pair('fuzz_t', $p->[0], $p->[1], '');
+		push @s, rewrite_pair('fuzz_t', $p->[0], $p->[1]);
 	}
 	push @s, st('RESET snowflake.rewrite_timestamp_comparisons;');
 	for my $iv (grep { !/^NULL/ } @{ $edges{interval} }) {
-		push @s, rewrite_pair(pick(@tables), "snowflake_timestamp(id) >= now() - $iv", "ts >= now() - $iv", '');
+		push @s, rewrite_pair(pick(@tables), "snowflake_timestamp(id) >= now() - $iv", "ts >= now() - $iv");
 	}
 	return @s;
 }
@@ -973,20 +1057,11 @@ sub section_prepared {
 		push @s, st("PREPARE fz_p$pn" . (@types ? '(' . join(', ', @types) . ')' : '') . " AS $body;");
 		# No subqueries in EXECUTE's parameters.
 		my @lists = map { [ grep { !/SELECT/ } edges_for($types[$_], $names[$_]) ] } 0 .. $#types;
-		my @combos;
-		for my $i (0 .. $#types) {
-			for my $v (@{ $lists[$i] }) {
-				my @c = map { typical_for($_) } @types;
-				$c[$i] = $v;
-				push @combos, \@c;
-			}
-		}
-		push @combos, [ map { pick(@$_) } @lists ] for 1 .. $iterations / 4;
-		@combos = ([]) unless @types;
+		my @combos = @types ? vary_each(\@types, \@lists, $iterations / 4) : ([]);
 		for my $mode ('force_custom_plan', 'force_generic_plan', 'auto') {
 			push @s, st("SET plan_cache_mode = $mode;");
 			my $reps = $mode eq 'auto' ? 7 : 1;
-			for my $c ($mode eq 'auto' ? @combos[0 .. ($#combos < 3 ? $#combos : 3)] : @combos) {
+			for my $c ($mode eq 'auto' ? head(4, @combos) : @combos) {
 				my $exec = "EXECUTE fz_p$pn" . (@types ? '(' . join(', ', @$c) . ')' : '') . ';';
 				push @s, st($exec) for 1 .. $reps;
 				push @s, $lease_cleanup if $f->{leases};
@@ -1086,34 +1161,38 @@ for my $sec (@sections) {
 	last if grep { /connection was lost|server went away/ } @failures[$before .. $#failures];
 }
 
-# The noise session stops; its findings join ours.
+# The noise session stops; its findings join ours.  It must have ended
+# normally, its result complete, after issuing IDs.
 if ($noise_pid) {
 	open my $fh, '>', $noise_stop or die;
 	close $fh;
 	waitpid($noise_pid, 0);
-	my ($noise_statements, $chunks) = (0, 0);
+	my $exit = $?;
+	$noise_pid = undef;
+	my ($noise_statements, $chunks, $noise_ids, $complete) = (0, 0, 0, 0);
 	if (open my $in, '<', "$workdir/noise.result") {
 		while (my $line = <$in>) {
 			chomp $line;
 			if ($line =~ /^statements (\d+)$/) { $noise_statements = $1 }
 			elsif ($line =~ /^chunks (\d+)$/) { $chunks = $1 }
-			elsif ($line =~ /^id (-?\d+)$/) { push @ids, $1 }
+			elsif ($line =~ /^id (-?\d+)$/) { push @ids, $1; $noise_ids++ }
 			elsif ($line =~ /^fail (.*)$/) { fail("noise: $1") }
 			elsif ($line =~ /^error (\S+) (\d+)$/) { $errors_by_state{$1} += $2 }
 			elsif ($line =~ /^exterr (\d+) (.*)$/) { $extension_errors{$2} += $1 }
+			elsif ($line eq 'end') { $complete = 1 }
 		}
 		close $in;
-		check(1, 'noise');
-	} else {
-		fail('noise: the concurrent session left no result');
 	}
+	check($exit == 0 && $complete && $noise_ids > 0,
+		"noise: the concurrent session did not end normally after issuing IDs (exit status $exit, "
+		  . ($complete ? 'its result complete' : 'no complete result') . ", $noise_ids IDs)");
 	$statements_total += $noise_statements;
-	$section_statements{noise} = $noise_statements;
-	printf "targeted: %-9s %6d statements in %d scripts, beside the others\n", 'noise', $noise_statements, $chunks;
+	printf "targeted: %-9s %6d statements in %d scripts, %d IDs, beside the others\n", 'noise', $noise_statements,
+		$chunks, $noise_ids;
 }
 
 # Every rewritten comparison agrees with its reference.
-my ($cmp_ok, $cmp_bad, $cmp_both_failed) = (0, 0, 0);
+my ($cmp_ok, $cmp_bad) = (0, 0);
 for my $k (sort keys %cmp) {
 	my ($a, $b) = ($cmp{$k}{a}, $cmp{$k}{b});
 	if (defined $a && defined $b && $a == $b) {
@@ -1145,7 +1224,7 @@ if (defined $final) {
 # All IDs distinct.
 my %seen;
 my @dups = grep { $seen{$_}++ == 1 } @ids;
-check(!@dups, scalar(@dups) . ' duplicate IDs, first: ' . join(', ', @dups[0 .. ($#dups < 9 ? $#dups : 9)]));
+check(!@dups, scalar(@dups) . ' duplicate IDs, first: ' . join(', ', head(10, @dups)));
 my $committed = eval { (map { $_->[0] } query_rows('SELECT count(*) FROM fuzz_ids'))[0] } // '?';
 printf "targeted: %d IDs issued and seen (%d distinct), %s of them committed into fuzz_ids\n",
 	scalar @ids, scalar keys %seen, $committed;
