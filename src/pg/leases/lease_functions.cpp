@@ -19,6 +19,7 @@ extern "C"
 #include "postgres.h"
 
 #include "access/htup_details.h"	/* heap_form_tuple */
+#include "access/parallel.h"		/* IsParallelWorker */
 #include "access/xlog.h"		/* RecoveryInProgress */
 #include "catalog/pg_type_d.h"
 #include "fmgr.h"
@@ -70,15 +71,24 @@ FormatUnixMs(int64 unix_ms)
 	return FormatTimestamp(UnixMsToTimestampTz(unix_ms));
 }
 
-/* Leases change only on a primary: a standby's table is a replica. */
+/*
+ * Leases change only on a primary (a standby's table is a replica), and
+ * only in the caller's own backend: a parallel worker reached through a
+ * wrapper mislabelled PARALLEL SAFE would take a connection-scoped lease
+ * for its own connection, which ends with the query.
+ */
 static void
-RefuseDuringRecovery(const char *caller)
+RefuseOutsidePrimaryBackend(const char *caller)
 {
 	if (RecoveryInProgress())
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("cannot lease snowflake worker ids during recovery"),
 				 errhint("Call %s on the primary.", caller)));
+	if (IsParallelWorker())
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("cannot call %s in a parallel worker", caller)));
 }
 
 /*
@@ -344,7 +354,7 @@ snowflake_lease_worker(PG_FUNCTION_ARGS)
 {
 	const char *caller = "snowflake_lease_worker()";
 
-	RefuseDuringRecovery(caller);
+	RefuseOutsidePrimaryBackend(caller);
 	SharedState *state = RequireSharedState();
 	LeaseTable *table = RequireLeaseTable();
 
@@ -605,7 +615,7 @@ snowflake_renew_lease(PG_FUNCTION_ARGS)
 {
 	const char *caller = "snowflake_renew_lease()";
 
-	RefuseDuringRecovery(caller);
+	RefuseOutsidePrimaryBackend(caller);
 	LeaseTable *table = RequireLeaseTable();
 	int64		token = TokenArgument(fcinfo, caller);
 	TimestampTz client_time = PG_ARGISNULL(2) ? 0 : PG_GETARG_TIMESTAMPTZ(2);
@@ -653,7 +663,7 @@ snowflake_release_lease(PG_FUNCTION_ARGS)
 {
 	const char *caller = "snowflake_release_lease()";
 
-	RefuseDuringRecovery(caller);
+	RefuseOutsidePrimaryBackend(caller);
 	LeaseTable *table = RequireLeaseTable();
 	int64		token = TokenArgument(fcinfo, caller);
 
@@ -717,7 +727,7 @@ Field(HeapTupleHeader row, const char *name, bool *isnull)
 extern "C" Datum
 snowflake_lease_import_v14(PG_FUNCTION_ARGS)
 {
-	RefuseDuringRecovery("ALTER EXTENSION snowflake UPDATE");
+	RefuseOutsidePrimaryBackend("ALTER EXTENSION snowflake UPDATE");
 	LeaseTable *table = RequireLeaseTable();
 
 	if (!superuser())
