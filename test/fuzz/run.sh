@@ -180,7 +180,7 @@ targeted_status=0
 targeted_limit=$(left 330)
 targeted_budget=$((targeted_limit - 30))
 [ "$targeted_budget" -lt $((targeted_limit / 2)) ] && targeted_budget=$((targeted_limit / 2))
-FUZZ_SEED=$seed FUZZ_ITERATIONS=$iterations FUZZ_WORKDIR=$work FUZZ_TARGETED_SECONDS=$targeted_budget \
+FUZZ_SEED=$seed FUZZ_ITERATIONS=$iterations FUZZ_WORKDIR=$work FUZZ_TARGETED_SECONDS=$targeted_budget FUZZ_SERVER_LOG=$log \
 	timeout --foreground -k 10 "$targeted_limit" perl "$here/targeted.pl" 2>&1 | tee "$tmp/targeted.log" ||
 	targeted_status=$?
 targeted_statements=$(sed -n 's/^targeted: \([0-9]*\) statements, .*/\1/p' "$tmp/targeted.log")

@@ -61,6 +61,10 @@
 #   FUZZ_TARGETED_SECONDS  the time this may take in all (default 240); the
 #                       sections stop short of it, the summary comes after
 #   FUZZ_NOISE          1 (default) to run the concurrent session, 0 not
+#   FUZZ_SERVER_LOG     the server's log (log_line_prefix ending "] %a "),
+#                       where the termination of the noise session is looked
+#                       for when the server's message did not reach it
+#                       (optional: without it, that is a lost connection)
 # Prints one line per section and last
 #   targeted: N statements, M IDs, C checks passed, F failed (seed S)
 # and exits non-zero if any check failed.
@@ -78,6 +82,7 @@ my $iterations = $ENV{FUZZ_ITERATIONS} // 40;
 my $workdir = $ENV{FUZZ_WORKDIR} or die "FUZZ_WORKDIR is not set\n";
 my $budget = $ENV{FUZZ_TARGETED_SECONDS} // 240;
 my $noise_on = $ENV{FUZZ_NOISE} // 1;
+my $server_log = $ENV{FUZZ_SERVER_LOG};
 my $started = time;
 my $deadline = $started + $budget;
 srand($seed);
@@ -141,6 +146,7 @@ sub run_script {
 	my ($status, $timed_out) = (0, 0);
 	my $appname = $opt{appname} // 'fuzz_main';
 	local $ENV{PGAPPNAME} = $appname;
+	$opt{log_from} = $server_log ? (-s $server_log // 0) : undef;
 	eval {
 		run [ @psql, '-f', "$base.sql" ], '<', \undef, '>', "$base.out", '2>', "$base.err",
 			timeout($limit);
@@ -250,6 +256,10 @@ sub parse_output {
 	my $ran = $n;
 	if ($lost) {
 		$ran = $lost_line // $n;
+		# The main session terminated the noise session, but the server's
+		# message was lost with the connection (psql was sending, and the
+		# socket was closed under it): the server log says so.
+		$terminated = 1 if !$terminated && $opt{noise} && noise_terminated_in_log($opt{log_from});
 		if (!$terminated) {
 			my $stmt = defined $lost_line ? $stmts->[$lost_line - 1]{sql} : '?';
 			fail("$section: the connection was lost (a crash?) at: $stmt  ($base.sql:"
@@ -257,6 +267,19 @@ sub parse_output {
 		}
 	}
 	return ($ran, $lost, $terminated);
+}
+
+# Whether the server log, from byte $from on (where the noise session's
+# script began: one noise session runs at a time), shows that session
+# terminated by pg_terminate_backend().
+sub noise_terminated_in_log {
+	my ($from) = @_;
+	return 0 unless defined $from && open my $log, '<', $server_log;
+	seek $log, $from, 0;
+	while (my $line = <$log>) {
+		return 1 if $line =~ /\] fuzz_noise FATAL:  terminating connection due to administrator command$/;
+	}
+	return 0;
 }
 
 sub record_ids {
