@@ -204,6 +204,49 @@ RewriteComparison(const ExtensionFunctions &fns, OpExpr *op)
 	return reinterpret_cast<Node *>(make_andclause(clauses));
 }
 
+/*
+ * NOT (snowflake_timestamp(id) >= x) is the negated comparison,
+ * snowflake_timestamp(id) < x, in three-valued logic too.  Rewriting that
+ * one matters for a negative id, which snowflake_timestamp() rejects: a
+ * rewritten >= leaves it below its lower bound, so the comparison would be
+ * false there and NOT would return the row, where the query unrewritten
+ * raises the error.  The rewritten < has no lower bound, so its recheck
+ * sees the negative id and raises the same error.
+ */
+Node *
+RewriteNegatedComparison(const ExtensionFunctions &fns, BoolExpr *not_expr)
+{
+	if (not_expr->boolop != NOT_EXPR || list_length(not_expr->args) != 1 ||
+		!IsA(linitial(not_expr->args), OpExpr))
+		return nullptr;
+
+	OpExpr	   *op = castNode(OpExpr, linitial(not_expr->args));
+
+	/* Not a comparison of ours: the caller looks inside as usual. */
+	if (RewriteComparison(fns, op) == nullptr)
+		return nullptr;
+
+	/*
+	 * Ours, but its negation is no range (NOT (... = x) is <>): leave it
+	 * whole, since a rewritten = under NOT has the problem above.
+	 */
+	Oid			negator = get_negator(op->opno);
+
+	if (!OidIsValid(negator))
+		return reinterpret_cast<Node *>(not_expr);
+
+	Expr	   *negated = make_opclause(negator, BOOLOID, false,
+									  static_cast<Expr *>(linitial(op->args)),
+									  static_cast<Expr *>(lsecond(op->args)), op->opcollid,
+									  op->inputcollid);
+
+	castNode(OpExpr, negated)->location = op->location;
+
+	Node	   *rewritten = RewriteComparison(fns, castNode(OpExpr, negated));
+
+	return rewritten != nullptr ? rewritten : reinterpret_cast<Node *>(not_expr);
+}
+
 Node *
 RewriteQualMutator(Node *node, void *context)
 {
@@ -212,14 +255,16 @@ RewriteQualMutator(Node *node, void *context)
 	/* A sublink's query is rewritten as a query level of its own. */
 	if (IsA(node, Query))
 		return node;
-	if (IsA(node, OpExpr))
-	{
-		const ExtensionFunctions &fns = *static_cast<const ExtensionFunctions *>(context);
-		Node	   *rewritten = RewriteComparison(fns, castNode(OpExpr, node));
 
-		if (rewritten != nullptr)
-			return rewritten;
-	}
+	const ExtensionFunctions &fns = *static_cast<const ExtensionFunctions *>(context);
+	Node	   *rewritten = nullptr;
+
+	if (IsA(node, OpExpr))
+		rewritten = RewriteComparison(fns, castNode(OpExpr, node));
+	else if (IsA(node, BoolExpr))
+		rewritten = RewriteNegatedComparison(fns, castNode(BoolExpr, node));
+	if (rewritten != nullptr)
+		return rewritten;
 	return expression_tree_mutator(node, AS_MUTATOR(RewriteQualMutator), context);
 }
 
