@@ -23,6 +23,7 @@ extern "C"
 #include "postmaster/bgworker.h"
 }
 
+#include "pg/layout/history_guard.hpp"
 #include "pg/layout/layout_file.hpp"
 #include "pg/leases/lease_space.hpp"
 #include "pg/leases/lease_table.hpp"
@@ -104,4 +105,5 @@ _PG_init(void)
 	/* After the shared state: its startup hook runs first, and so loads first. */
 	InstallLeaseTableHooks();
 	InstallTimestampRewrite();
+	InstallLayoutHistoryGuard();
 }

@@ -7,8 +7,9 @@
 #   has (and had in 1.4); leasing, renewing, releasing and a superuser's
 #   reading of snowflake_leases run none of them.
 # - H2: the database owner renames schema public and plants a new one with
-#   1.4's helper names; nothing planted runs.  H2b: the owner drops the
-#   extension with its schema; the lease history survives the re-creation.
+#   1.4's helper names; nothing planted runs.  H2b: the owner cannot drop
+#   the extension with its schema (the layout history would go with it); a
+#   superuser can, and the lease history survives the re-creation.
 # - H3: trojans planted before CREATE EXTENSION (and before a 1.4 install
 #   updated to 1.5) are bound into nothing: the view depends only on
 #   pg_catalog and the extension, and reading it promotes nobody.
@@ -676,10 +677,19 @@ END $f$;
 	$node->safe_psql('appdb', 'SELECT * FROM snowpub.snowflake_leases');
 	no_trojan_ran($node, 'appowner', 'H2');
 
-	# H2b: the owner drops the renamed schema, and the extension with it.
-	as_role($node, 'appowner', 'DROP SCHEMA snowpub CASCADE');
+	# H2b: the owner's DROP SCHEMA ... CASCADE would drop the extension, and
+	# the layout history with it: refused.
+	($ret, $out, $err) = try_as_role($node, 'appowner', 'DROP SCHEMA snowpub CASCADE');
+	like($err, qr/ERROR:  42501: only a superuser can drop the snowflake extension\n.*DETAIL:  Its table snowflake_layout holds the layout history/s,
+		'H2b: DROP SCHEMA ... CASCADE by the database owner is refused');
+	is( su_psql(
+			$node, "SELECT count(*) FROM pg_extension AS e JOIN pg_namespace AS n ON n.oid = e.extnamespace
+			  WHERE e.extname = 'snowflake' AND n.nspname = 'snowpub'"),
+		'1', 'H2b: the extension, and its layout history, are still there');
+	# A superuser may.
+	su_psql($node, 'DROP SCHEMA snowpub CASCADE');
 	is(su_psql($node, "SELECT count(*) FROM pg_extension WHERE extname = 'snowflake'"),
-		'0', 'H2b: the database owner dropped the extension with its schema');
+		'0', 'H2b: a superuser dropped the extension with its schema');
 	su_psql(
 		$node, q{
 DROP SCHEMA public CASCADE;
