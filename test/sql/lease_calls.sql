@@ -203,6 +203,11 @@ BEGIN READ ONLY;
 SELECT snowflake_release_lease(:ro_token, NULL);
 ROLLBACK;
 \echo :LAST_ERROR_SQLSTATE
+BEGIN;
+SET TRANSACTION READ ONLY;
+SELECT * FROM snowflake_renew_lease(:ro_token, NULL);
+ROLLBACK;
+\echo :LAST_ERROR_SQLSTATE
 SET default_transaction_read_only = on;
 SELECT * FROM snowflake_lease_worker('read-only-3', interval '1 minute');
 \echo :LAST_ERROR_SQLSTATE
