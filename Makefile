@@ -36,7 +36,7 @@ DATA_built = snowflake--$(EXTVERSION).sql
 DATA = $(FIRST_RELEASE) $(UPGRADE_CHAIN)
 EXTRA_CLEAN = test/unit/core_test test/unit/core_test_sanitize fence_probe.log $(OBJS:.o=.d) output_iso_one_slot/ tmp_check_iso_one_slot/
 
-REGRESS = api decode errors status upgrade leases convert privileges time_bounds batch \
+REGRESS = api decode errors status upgrade leases lease_calls convert privileges time_bounds batch \
 	workers_visibility planner replication parallel_workers
 # Inputs under test/: test/sql, test/specs and test/expected.
 REGRESS_OPTS = --inputdir=test --temp-instance=tmp_check_regress --temp-config=test/conf/regress.conf
@@ -101,7 +101,8 @@ snowflake--$(EXTVERSION).sql: $(FIRST_RELEASE) $(UPGRADE_CHAIN) snowflake.contro
 # The core alone, with exceptions on, as GoogleTest needs.
 CORE_SRCS = $(CORE_OBJS:.o=.cpp)
 UNITTEST_CXXFLAGS = -std=c++17 -g $(WARNINGS) $(CORE_CPPFLAGS)
-CORE_TESTS = test/unit/core_test.cpp test/unit/lease_rules_test.cpp test/unit/time_range_test.cpp
+CORE_TESTS = test/unit/core_test.cpp test/unit/lease_rules_test.cpp test/unit/time_range_test.cpp \
+	test/unit/holder_text_test.cpp
 test/unit/core_test: $(CORE_TESTS) $(CORE_SRCS) src/core/*.hpp
 	$(CXX) $(UNITTEST_CXXFLAGS) -O1 -o $@ $(CORE_TESTS) $(CORE_SRCS) \
 		-lgtest -lgtest_main -pthread

@@ -25,7 +25,8 @@ extern "C"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"		/* pg_mbcliplen */
-#include "miscadmin.h"			/* GetUserId, MyProcPid, MyStartTimestamp */
+#include "miscadmin.h"			/* GetUserId, MyProcPid, PreventCommandIfReadOnly */
+#include "nodes/primnodes.h"	/* FuncExpr */
 #include "utils/builtins.h"		/* text_to_cstring */
 #include "utils/guc.h"			/* application_name */
 #include "utils/inet.h"
@@ -37,6 +38,7 @@ extern "C"
 
 #include <cstdio>
 
+#include "core/holder_text.hpp"
 #include "core/lease_rules.hpp"
 #include "pg/clock.hpp"
 #include "pg/leases/lease_table.hpp"
@@ -89,6 +91,51 @@ RefuseOutsidePrimaryBackend(const char *caller)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
 				 errmsg("cannot call %s in a parallel worker", caller)));
+}
+
+/*
+ * A grant, renewal or release changes the server's state, durably: in a
+ * read-only transaction it is refused as nextval() on a sequence is
+ * (25006).  Called after RefuseOutsidePrimaryBackend(): a standby's
+ * transactions are read-only too, and keep the message that says to call
+ * on the primary.  The 1.4 import runs in ALTER EXTENSION, never in a
+ * read-only transaction.
+ */
+static void
+RefuseInReadOnlyTransaction(const char *caller)
+{
+	PreventCommandIfReadOnly(caller);
+}
+
+/*
+ * A holder is printable ASCII (core/holder_text.hpp): every database of
+ * the server shows it, whatever its encoding.  SQLSTATE 22021
+ * (character_not_in_repertoire), not 22023 as for its length: the value
+ * is a well-formed string of the database's encoding, with a character
+ * outside the repertoire a holder allows, as PostgreSQL reports a character
+ * that has no equivalent in an encoding.
+ */
+static void
+RefuseHolderOutsideAscii(text *holder)
+{
+	const char *bytes = VARDATA_ANY(holder);
+	size_t		length = VARSIZE_ANY_EXHDR(holder);
+	size_t		bad = snowflake::FirstNonPrintableAscii(bytes, length);
+
+	if (bad == length)
+		return;
+
+	unsigned int byte = static_cast<unsigned char>(bytes[bad]);
+
+	ereport(ERROR,
+			(errcode(ERRCODE_CHARACTER_NOT_IN_REPERTOIRE),
+			 errmsg("a snowflake lease's holder must be printable ASCII"),
+			 errdetail("Byte %zu of the holder is 0x%02X, outside printable ASCII "
+					   "(0x20 to 0x7E).",
+					   bad + 1, byte),
+			 errhint("Every database of the server shows the holder, whatever its "
+					 "encoding: describe the instance with letters, digits, spaces and "
+					 "punctuation.")));
 }
 
 /*
@@ -230,70 +277,149 @@ IntervalMs(int64 ms)
 }
 
 /*
- * What the running query granted, so that PostgreSQL's evaluating the call
- * once per output column, as in (snowflake_lease_worker(...)).*, grants one
- * lease: the same arguments, from the same role, in the same execution of
- * the same query, return it again while it is held.  The query is known by
- * the memory context its function calls live in; a callback forgets the
- * grant when that context goes, so another statement, or another execution
- * of the same plan (a loop in PL/pgSQL), gets a lease of its own.
+ * The copies of one call, evaluated for one row, return one lease.
+ *
+ * PostgreSQL expands (snowflake_lease_worker(...)).* into one copy of the
+ * call per output column (parse_target.c, ExpandRowReference, copies the
+ * FuncExpr) and evaluates every copy.  Each taking a lease of its own
+ * would mix a row's columns: the worker id of one lease beside the token
+ * of another, whose holder renews the wrong lease while the worker id it
+ * uses runs out and goes to another holder.  Every other call gets a lease
+ * of its own.  The copies of one call, for one row, are known by
+ *	- the memory context the call runs in (CurrentMemoryContext at entry):
+ *	  the executor evaluates a row's expressions in its ExprContext's
+ *	  per-tuple memory and resets it before the next row (execScan.c,
+ *	  nodeResult.c, nodeProjectSet.c, execSRF.c, nodeModifyTable.c,
+ *	  copyfrom.c); PL/pgSQL evaluates a simple expression in the per-tuple
+ *	  memory of its ExprContext, which exec_eval_cleanup() resets after each
+ *	  statement, and which each call of a function, and each block with an
+ *	  EXCEPTION clause, has its own of.  A reset callback on that context
+ *	  forgets the grant when the context is reset or deleted;
+ *	- the call site: the parse location of the call, which the copies
+ *	  share and two calls written in one statement do not;
+ *	- the role, holder and ttl, so that no call gets a lease it did not ask
+ *	  for.  Not the client's clock: each copy evaluates its arguments anew,
+ *	  and clock_timestamp() differs from one copy to the next;
+ *	- the node: each copy is one, evaluated once per row.  A node that
+ *	  comes again while the grant is remembered is another evaluation (a
+ *	  context that outlived a row or a statement), so it takes a lease of
+ *	  its own.
+ * A call without an expression (from C) never shares.  So one lease each
+ * for: SELECT * FROM snowflake_lease_worker(...) (one call); a row of
+ * (f()).*, through a cursor too (one per row fetched); each execution of a
+ * statement, prepared or not; each loop iteration and each call of a
+ * PL/pgSQL function.  Beside a set-returning function in the select list
+ * one per row it makes, and one more: ProjectSet evaluates the call again
+ * for the row it then finds empty, and that lease is returned to no one.
+ * Two calls of one row that PostgreSQL cannot tell apart share: the calls
+ * of an SQL function it inlines carry the location in its body, and stored
+ * expressions (a view, a column default, a BEGIN ATOMIC body) carry none
+ * (-1).  docs/leases.md says what shares a lease; test/sql/lease_calls.sql
+ * shows each case.
  */
-struct QueryGrant
+static constexpr int kMaxCallCopies = 32; /* above the 13 columns of the result */
+
+struct RowGrant
 {
 	bool		valid;
-	MemoryContext query_context;
+	uint64		generation;		/* of the reset callback that forgets it */
+	MemoryContext row_context;
+	int			location;
 	Oid			role;
 	char		holder[kMaxHolderBytes + 1];
 	int64		ttl_ms;
+	int			ncopies;
+	const FmgrInfo *copies[kMaxCallCopies]; /* the nodes that returned it */
 	LeaseImage	image;
 };
 
-static QueryGrant last_grant;
+/* A reset callback of the row's context, for one grant. */
+struct RowGrantReset
+{
+	MemoryContextCallback callback;
+	uint64		generation;
+};
+
+static RowGrant row_grant;
 
 static void
-ForgetQueryGrant(void *arg)
+ForgetRowGrant(void *arg)
 {
-	(void) arg;
-	last_grant.valid = false;
+	/* A later grant, remembered on another context, stays. */
+	if (static_cast<RowGrantReset *>(arg)->generation == row_grant.generation)
+		row_grant.valid = false;
 }
 
-/* The lease this query granted with these arguments, if it is still held. */
+/* The parse location of the call; false for a call without an expression. */
 static bool
-SameQueryGrant(LeaseTable *table, FunctionCallInfo fcinfo, const char *holder, int64 ttl_ms)
+CallLocation(FunctionCallInfo fcinfo, int *location)
 {
-	if (!last_grant.valid || last_grant.query_context != fcinfo->flinfo->fn_mcxt ||
-		last_grant.role != GetUserId() || last_grant.ttl_ms != ttl_ms ||
-		strcmp(last_grant.holder, holder) != 0)
-		return false;
+	Node	   *expr = fcinfo->flinfo != nullptr ? fcinfo->flinfo->fn_expr : nullptr;
 
-	uint32		index = last_grant.image.worker_id - table->first_worker_id;
+	if (expr == nullptr || !IsA(expr, FuncExpr))
+		return false;
+	*location = reinterpret_cast<FuncExpr *>(expr)->location;
+	return true;
+}
+
+/*
+ * The lease another copy of this call took for this row, if it is still
+ * held; counts this copy as one it was returned to.
+ */
+static bool
+CopyOfRowGrant(LeaseTable *table, FunctionCallInfo fcinfo, MemoryContext row_context,
+			   const char *holder, int64 ttl_ms)
+{
+	int			location;
+
+	if (!row_grant.valid || !CallLocation(fcinfo, &location) ||
+		row_grant.row_context != row_context || row_grant.location != location ||
+		row_grant.role != GetUserId() || row_grant.ttl_ms != ttl_ms ||
+		strcmp(row_grant.holder, holder) != 0 || row_grant.ncopies == kMaxCallCopies)
+		return false;
+	for (int i = 0; i < row_grant.ncopies; i++)
+		if (row_grant.copies[i] == fcinfo->flinfo)
+			return false;
+
+	uint32		index = row_grant.image.worker_id - table->first_worker_id;
 
 	LWLockAcquire(table->lock, LW_SHARED);
 	bool		held = index < table->count &&
-		table->entries[index].image.token == last_grant.image.token &&
+		table->entries[index].image.token == row_grant.image.token &&
 		IsHeld(table->entries[index], NowUnixMs());
 
 	LWLockRelease(table->lock);
+	if (held)
+		row_grant.copies[row_grant.ncopies++] = fcinfo->flinfo;
 	return held;
 }
 
 static void
-RememberQueryGrant(FunctionCallInfo fcinfo, const char *holder, int64 ttl_ms,
-				   const LeaseImage &image)
+RememberRowGrant(FunctionCallInfo fcinfo, MemoryContext row_context, const char *holder,
+				 int64 ttl_ms, const LeaseImage &image)
 {
-	MemoryContext query_context = fcinfo->flinfo->fn_mcxt;
-	MemoryContextCallback *callback = static_cast<MemoryContextCallback *>(
-		MemoryContextAlloc(query_context, sizeof(MemoryContextCallback)));
+	int			location;
 
-	callback->func = ForgetQueryGrant;
-	callback->arg = nullptr;
-	MemoryContextRegisterResetCallback(query_context, callback);
-	last_grant.valid = true;
-	last_grant.query_context = query_context;
-	last_grant.role = GetUserId();
-	last_grant.ttl_ms = ttl_ms;
-	strlcpy(last_grant.holder, holder, sizeof(last_grant.holder));
-	last_grant.image = image;
+	if (!CallLocation(fcinfo, &location))
+		return;
+
+	RowGrantReset *reset = static_cast<RowGrantReset *>(
+		MemoryContextAllocZero(row_context, sizeof(RowGrantReset)));
+
+	row_grant.generation++;
+	reset->generation = row_grant.generation;
+	reset->callback.func = ForgetRowGrant;
+	reset->callback.arg = reset;
+	MemoryContextRegisterResetCallback(row_context, &reset->callback);
+	row_grant.valid = true;
+	row_grant.row_context = row_context;
+	row_grant.location = location;
+	row_grant.role = GetUserId();
+	row_grant.ttl_ms = ttl_ms;
+	strlcpy(row_grant.holder, holder, sizeof(row_grant.holder));
+	row_grant.ncopies = 1;
+	row_grant.copies[0] = fcinfo->flinfo;
+	row_grant.image = image;
 }
 
 static Datum
@@ -353,8 +479,11 @@ extern "C" Datum
 snowflake_lease_worker(PG_FUNCTION_ARGS)
 {
 	const char *caller = "snowflake_lease_worker()";
+	/* Where the executor evaluates this row (see RowGrant). */
+	MemoryContext row_context = CurrentMemoryContext;
 
 	RefuseOutsidePrimaryBackend(caller);
+	RefuseInReadOnlyTransaction(caller);
 	SharedState *state = RequireSharedState();
 	LeaseTable *table = RequireLeaseTable();
 
@@ -371,6 +500,7 @@ snowflake_lease_worker(PG_FUNCTION_ARGS)
 						kMaxHolderBytes, VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0))),
 				 errhint("Describe the instance that leases briefly, such as its host, "
 						 "process id and name.")));
+	RefuseHolderOutsideAscii(PG_GETARG_TEXT_PP(0));
 
 	const char *holder = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	int64		ttl_ms = 0;
@@ -416,8 +546,8 @@ snowflake_lease_worker(PG_FUNCTION_ARGS)
 
 	CheckClientClock(client_clock, NowUnixMs(), kNoTimestamp);
 
-	if (SameQueryGrant(table, fcinfo, holder, ttl_ms))
-		PG_RETURN_DATUM(GrantResult(fcinfo, last_grant.image));
+	if (CopyOfRowGrant(table, fcinfo, row_context, holder, ttl_ms))
+		PG_RETURN_DATUM(GrantResult(fcinfo, row_grant.image));
 
 	const int64 floor_minus_1 = g_settings.layout.epoch_ms + GenerationFloor(state) - 1;
 	const int64 window_ms = ttl_ms > 0 ? ttl_ms : g_settings.lease_connection_window_ms;
@@ -488,6 +618,8 @@ snowflake_lease_worker(PG_FUNCTION_ARGS)
 	CopyClipped(image.holder, sizeof(image.holder), holder);
 	CopyClipped(image.application_name, sizeof(image.application_name),
 				application_name ? application_name : "");
+	/* PostgreSQL's check hook made it ASCII already; the image's rule is kept here. */
+	snowflake::CleanToPrintableAscii(image.application_name);
 	ClientAddress(image.client_addr, sizeof(image.client_addr));
 
 	uint64		change = CommitLeaseImage(table, index, &image, ttl_ms == 0, &lsn);
@@ -495,7 +627,7 @@ snowflake_lease_worker(PG_FUNCTION_ARGS)
 	LWLockRelease(table->lock);
 	MakeLeaseChangeDurable(table, change, lsn);
 
-	RememberQueryGrant(fcinfo, holder, ttl_ms, image);
+	RememberRowGrant(fcinfo, row_context, holder, ttl_ms, image);
 	PG_RETURN_DATUM(GrantResult(fcinfo, image));
 }
 
@@ -616,6 +748,7 @@ snowflake_renew_lease(PG_FUNCTION_ARGS)
 	const char *caller = "snowflake_renew_lease()";
 
 	RefuseOutsidePrimaryBackend(caller);
+	RefuseInReadOnlyTransaction(caller);
 	LeaseTable *table = RequireLeaseTable();
 	int64		token = TokenArgument(fcinfo, caller);
 	TimestampTz client_time = PG_ARGISNULL(2) ? 0 : PG_GETARG_TIMESTAMPTZ(2);
@@ -664,6 +797,7 @@ snowflake_release_lease(PG_FUNCTION_ARGS)
 	const char *caller = "snowflake_release_lease()";
 
 	RefuseOutsidePrimaryBackend(caller);
+	RefuseInReadOnlyTransaction(caller);
 	LeaseTable *table = RequireLeaseTable();
 	int64		token = TokenArgument(fcinfo, caller);
 
@@ -768,6 +902,9 @@ snowflake_lease_import_v14(PG_FUNCTION_ARGS)
 	if (!isnull)
 		CopyClipped(image.application_name, sizeof(image.application_name),
 					TextDatumGetCString(value));
+	/* 1.4 took any holder, in the database's encoding: kept as every database can show it. */
+	snowflake::CleanToPrintableAscii(image.holder);
+	snowflake::CleanToPrintableAscii(image.application_name);
 	value = Field(row, "client_addr", &isnull);
 	if (!isnull)
 		CopyClipped(image.client_addr, sizeof(image.client_addr),

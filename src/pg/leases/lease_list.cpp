@@ -7,6 +7,14 @@
  * the privileges of pg_read_all_stats (pg_monitor has them), and to any
  * other role only the leases of roles whose privileges it has.  It runs
  * with its caller's rights and reads only shared memory.
+ *
+ * Every database of the server reads the same leases, whatever its
+ * encoding, so the text shown is printable ASCII (core/holder_text.hpp).
+ * Grants take no other holder, but a lease state written by an earlier
+ * build of 1.5, from a SQL_ASCII or LATIN1 database, may hold any bytes:
+ * each byte outside printable ASCII shows as '?', as PostgreSQL 15 shows a
+ * non-ASCII application_name (16 and later escape it instead; this is one
+ * rule on every version).
  */
 extern "C"
 {
@@ -23,6 +31,7 @@ extern "C"
 #include "utils/tuplestore.h"
 }
 
+#include "core/holder_text.hpp"
 #include "core/lease_rules.hpp"
 #include "pg/clock.hpp"
 #include "pg/leases/lease_table.hpp"
@@ -72,7 +81,7 @@ snowflake_lease_list(PG_FUNCTION_ARGS)
 	for (uint32 i = 0; i < table->count; i++)
 	{
 		const LeaseEntry &entry = entries[i];
-		const LeaseImage &image = entry.image;
+		LeaseImage &image = entries[i].image;
 		Datum		values[kLeaseListColumns];
 		bool		nulls[kLeaseListColumns] = {false};
 
@@ -82,6 +91,11 @@ snowflake_lease_list(PG_FUNCTION_ARGS)
 			continue;
 
 		const char *role = GetUserNameFromId(image.holder_role, true);
+
+		image.holder[sizeof(image.holder) - 1] = '\0';
+		image.application_name[sizeof(image.application_name) - 1] = '\0';
+		snowflake::CleanToPrintableAscii(image.holder);
+		snowflake::CleanToPrintableAscii(image.application_name);
 		const bool time_scoped = image.ttl_ms > 0;
 
 		values[0] = Int32GetDatum(image.node_id);
