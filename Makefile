@@ -24,16 +24,21 @@ CORE_OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/core/*.cpp)))
 PG_OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/pg/*.cpp src/pg/*/*.cpp)))
 OBJS = $(CORE_OBJS) $(PG_OBJS)
 
-# The install script of the current version is built from the first
-# release and the upgrade scripts, in order, so a fresh install and an
-# upgraded one cannot differ.  Older install scripts are not shipped, except
-# the first release's, which the upgrade test starts from.
-FIRST_RELEASE = src/sql/snowflake--1.0.sql
+# The install script of the current version, snowflake--$(EXTVERSION).sql,
+# builds the same catalog as the first release updated step by step
+# (test/t/039_install_versions.pl compares them).  The update scripts stay
+# for databases at older versions.  No older version can be installed
+# anew: each one's install script, made from one template, only raises an
+# error (version 1.4 had SECURITY DEFINER functions).  The first release's
+# install script is kept as a test fixture, test/fixtures/snowflake--1.0.sql.
+CURRENT_SCRIPT = src/sql/snowflake--$(EXTVERSION).sql
 UPGRADE_CHAIN = src/sql/snowflake--1.0--1.1.sql src/sql/snowflake--1.1--1.2.sql \
 	src/sql/snowflake--1.2--1.3.sql src/sql/snowflake--1.3--1.4.sql \
 	src/sql/snowflake--1.4--1.5.sql
-DATA_built = snowflake--$(EXTVERSION).sql
-DATA = $(FIRST_RELEASE) $(UPGRADE_CHAIN)
+OLD_VERSIONS = 1.0 1.1 1.2 1.3 1.4
+OLD_VERSION_SCRIPTS = $(OLD_VERSIONS:%=snowflake--%.sql)
+DATA_built = $(OLD_VERSION_SCRIPTS)
+DATA = $(CURRENT_SCRIPT) $(UPGRADE_CHAIN)
 EXTRA_CLEAN = test/unit/core_test test/unit/core_test_sanitize fence_probe.log $(OBJS:.o=.d) output_iso_one_slot/ tmp_check_iso_one_slot/
 
 REGRESS = api decode errors status upgrade leases convert privileges time_bounds batch \
@@ -95,8 +100,8 @@ installcheck-one-slot:
 		--temp-instance=tmp_check_iso_one_slot --temp-config=test/conf/shared_slot.conf \
 		$(ISOLATION_ONE_SLOT)
 
-snowflake--$(EXTVERSION).sql: $(FIRST_RELEASE) $(UPGRADE_CHAIN) snowflake.control
-	cat $(FIRST_RELEASE) $(UPGRADE_CHAIN) > $@
+$(OLD_VERSION_SCRIPTS): snowflake--%.sql: src/sql/snowflake--old-version.sql.in
+	sed 's/@VERSION@/$*/g' $< > $@
 
 # The core alone, with exceptions on, as GoogleTest needs.
 CORE_SRCS = $(CORE_OBJS:.o=.cpp)
