@@ -89,6 +89,10 @@ PROVE_FLAGS += -I test/perl -j$(TAP_JOBS)
 CORE_CPPFLAGS = -I$(srcdir)/src
 $(CORE_OBJS): override CPPFLAGS = $(CORE_CPPFLAGS)
 
+# The library's own version, for what it says about older SQL objects.
+src/pg/old_versions.o: override CPPFLAGS += -DSNOWFLAKE_LIBRARY_VERSION='"$(EXTVERSION)"'
+src/pg/old_versions.o: snowflake.control
+
 -include $(OBJS:.o=.d)
 
 # Part of the isolation tests: "make installcheck ISOLATION=" skips it too.
@@ -100,13 +104,14 @@ installcheck-one-slot:
 		--temp-instance=tmp_check_iso_one_slot --temp-config=test/conf/shared_slot.conf \
 		$(ISOLATION_ONE_SLOT)
 
-$(OLD_VERSION_SCRIPTS): snowflake--%.sql: src/sql/snowflake--old-version.sql.in
-	sed 's/@VERSION@/$*/g' $< > $@
+$(OLD_VERSION_SCRIPTS): snowflake--%.sql: src/sql/snowflake--old-version.sql.in snowflake.control
+	sed -e 's/@VERSION@/$*/g' -e 's/@LIBRARY_VERSION@/$(EXTVERSION)/g' $< > $@
 
 # The core alone, with exceptions on, as GoogleTest needs.
 CORE_SRCS = $(CORE_OBJS:.o=.cpp)
 UNITTEST_CXXFLAGS = -std=c++17 -g $(WARNINGS) $(CORE_CPPFLAGS)
-CORE_TESTS = test/unit/core_test.cpp test/unit/lease_rules_test.cpp test/unit/time_range_test.cpp
+CORE_TESTS = test/unit/core_test.cpp test/unit/lease_rules_test.cpp test/unit/time_range_test.cpp \
+	test/unit/extension_version_test.cpp
 test/unit/core_test: $(CORE_TESTS) $(CORE_SRCS) src/core/*.hpp
 	$(CXX) $(UNITTEST_CXXFLAGS) -O1 -o $@ $(CORE_TESTS) $(CORE_SRCS) \
 		-lgtest -lgtest_main -pthread
