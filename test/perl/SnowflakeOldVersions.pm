@@ -113,7 +113,7 @@ sub relocated_install
 	my $root = join('/', @common);
 	die "no common directory of $bindir, $extdir and $pkglibdir" if $root eq '';
 
-	my $copy = PostgreSQL::Test::Utils::tempdir("install_$name") . '/root';
+	my $copy = Cwd::realpath(PostgreSQL::Test::Utils::tempdir("install_$name")) . '/root';
 	mirror($root, $copy, $bindir, $extdir);
 	return $copy . substr(File::Basename::dirname($bindir), length $root);
 }
