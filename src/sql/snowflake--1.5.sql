@@ -9,9 +9,11 @@
 -- test/t/039_install_versions.pl compares the two catalogs item by item.
 --
 -- The script runs as the superuser who creates the extension, with
--- search_path set to the extension's schema.  Function bodies that run
--- later name every object with its schema and pin their search_path, so
--- that no object another role creates can take part in them.
+-- search_path set to the extension's schema (pg_catalog is searched
+-- first).  The views name the functions they call with their schema, and
+-- the function bodies that run later pin their search_path and name the
+-- extension's objects with their schema, so that no object another role
+-- creates can take part in them.
 
 --
 -- The layout history
@@ -40,7 +42,7 @@ COMMENT ON TABLE snowflake_layout IS
     'Snowflake ID layouts recorded in this database; maintained by the extension';
 
 -- pg_dump keeps the history, so restored IDs still decode.
-SELECT pg_catalog.pg_extension_config_dump('snowflake_layout', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.snowflake_layout', '');
 
 GRANT SELECT ON snowflake_layout TO PUBLIC;
 
@@ -299,7 +301,7 @@ CREATE VIEW snowflake_workers AS
            s.claimed_at,
            s.ids_issued,
            s.last_timestamp
-      FROM snowflake_worker_slots() AS s
+      FROM @extschema@.snowflake_worker_slots() AS s
            LEFT JOIN pg_catalog.pg_database AS d ON d.oid = s.database_id
            LEFT JOIN pg_catalog.pg_roles AS r ON r.oid = s.user_id;
 
