@@ -214,9 +214,16 @@ is( messages_of(
 		$old, 'leasedb', "SELECT * FROM snowflake_lease_worker('m1', interval '1 hour')", 'app'),
 	refusal_of_definer('snowflake_lease_worker', 'leasedb'),
 	'the same for a role granted the function');
+my ($ret, $out, $err);
+
+# Only the extension's own: another SECURITY DEFINER function runs.
+$old->safe_psql('leasedb',
+	q{CREATE FUNCTION public.own_definer() RETURNS integer LANGUAGE sql SECURITY DEFINER AS 'SELECT 7'});
+($ret, $out, $err) = $old->psql('leasedb', 'SELECT public.own_definer()');
+is("$out|$err", '7|', "a SECURITY DEFINER function that is not the extension's runs");
 
 # The first ID of a session warns, once; not the next one.
-my ($ret, $out, $err) = $old->psql('leasedb',
+($ret, $out, $err) = $old->psql('leasedb',
 	"\\set VERBOSITY verbose\nSELECT snowflake_nextval() > 0;\nSELECT snowflake_nextval() > 0;");
 is($out, "t\nt", 'a database at 1.4 still issues IDs');
 is(messages($err), warning_of_version('1.4', 'leasedb'),
