@@ -14,7 +14,8 @@
  *	- 1.4's C entry point snowflake_lease_context() refuses too;
  *	- a session's first ID warns that the database is at an older version.
  * None of this runs a query or resolves a schema-qualified name: the
- * catalogs are read by OID.
+ * catalogs are read by OID, and the extension by its name, which is not
+ * in any schema.
  */
 extern "C"
 {
@@ -70,7 +71,12 @@ bool definer_cache_stale = false;
 /* Counts invalidations, so one that arrives during a lookup is not lost. */
 uint64 invalidations = 0;
 
-/* CREATE OR REPLACE, ALTER FUNCTION and ALTER EXTENSION UPDATE change pg_proc. */
+/*
+ * CREATE OR REPLACE, ALTER FUNCTION and ALTER EXTENSION UPDATE change
+ * pg_proc.  (ALTER EXTENSION ADD or DROP FUNCTION changes only pg_depend:
+ * a backend that called the function before keeps its answer until pg_proc
+ * changes.  Only a superuser can do that, and no update script does.)
+ */
 void
 ForgetDefiners(Datum arg, int cacheid, uint32 hashvalue)
 {
