@@ -24,19 +24,24 @@ CORE_OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/core/*.cpp)))
 PG_OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/pg/*.cpp src/pg/*/*.cpp)))
 OBJS = $(CORE_OBJS) $(PG_OBJS)
 
-# The install script of the current version is built from the first
-# release and the upgrade scripts, in order, so a fresh install and an
-# upgraded one cannot differ.  Older install scripts are not shipped, except
-# the first release's, which the upgrade test starts from.
-FIRST_RELEASE = src/sql/snowflake--1.0.sql
+# The install script of the current version, snowflake--$(EXTVERSION).sql,
+# builds the same catalog as the first release updated step by step
+# (test/t/039_install_versions.pl compares them).  The update scripts stay
+# for databases at older versions.  No older version can be installed
+# anew: each one's install script, made from one template, only raises an
+# error (version 1.4 had SECURITY DEFINER functions).  The first release's
+# install script is kept as a test fixture, test/fixtures/snowflake--1.0.sql.
+CURRENT_SCRIPT = src/sql/snowflake--$(EXTVERSION).sql
 UPGRADE_CHAIN = src/sql/snowflake--1.0--1.1.sql src/sql/snowflake--1.1--1.2.sql \
 	src/sql/snowflake--1.2--1.3.sql src/sql/snowflake--1.3--1.4.sql \
 	src/sql/snowflake--1.4--1.5.sql
-DATA_built = snowflake--$(EXTVERSION).sql
-DATA = $(FIRST_RELEASE) $(UPGRADE_CHAIN)
+OLD_VERSIONS = 1.0 1.1 1.2 1.3 1.4
+OLD_VERSION_SCRIPTS = $(OLD_VERSIONS:%=snowflake--%.sql)
+DATA_built = $(OLD_VERSION_SCRIPTS)
+DATA = $(CURRENT_SCRIPT) $(UPGRADE_CHAIN)
 EXTRA_CLEAN = test/unit/core_test test/unit/core_test_sanitize fence_probe.log $(OBJS:.o=.d) output_iso_one_slot/ tmp_check_iso_one_slot/
 
-REGRESS = api decode errors status upgrade leases lease_calls convert privileges time_bounds batch \
+REGRESS = api decode errors status install_versions leases lease_calls convert privileges time_bounds batch \
 	workers_visibility planner replication parallel_workers
 # Inputs under test/: test/sql, test/specs and test/expected.
 REGRESS_OPTS = --inputdir=test --temp-instance=tmp_check_regress --temp-config=test/conf/regress.conf
@@ -84,6 +89,10 @@ PROVE_FLAGS += -I test/perl -j$(TAP_JOBS)
 CORE_CPPFLAGS = -I$(srcdir)/src
 $(CORE_OBJS): override CPPFLAGS = $(CORE_CPPFLAGS)
 
+# The library's own version, for what it says about older SQL objects.
+src/pg/old_versions.o: override CPPFLAGS += -DSNOWFLAKE_LIBRARY_VERSION='"$(EXTVERSION)"'
+src/pg/old_versions.o: snowflake.control
+
 -include $(OBJS:.o=.d)
 
 # Part of the isolation tests: "make installcheck ISOLATION=" skips it too.
@@ -95,14 +104,14 @@ installcheck-one-slot:
 		--temp-instance=tmp_check_iso_one_slot --temp-config=test/conf/shared_slot.conf \
 		$(ISOLATION_ONE_SLOT)
 
-snowflake--$(EXTVERSION).sql: $(FIRST_RELEASE) $(UPGRADE_CHAIN) snowflake.control
-	cat $(FIRST_RELEASE) $(UPGRADE_CHAIN) > $@
+$(OLD_VERSION_SCRIPTS): snowflake--%.sql: src/sql/snowflake--old-version.sql.in snowflake.control
+	sed -e 's/@VERSION@/$*/g' -e 's/@LIBRARY_VERSION@/$(EXTVERSION)/g' $< > $@
 
 # The core alone, with exceptions on, as GoogleTest needs.
 CORE_SRCS = $(CORE_OBJS:.o=.cpp)
 UNITTEST_CXXFLAGS = -std=c++17 -g $(WARNINGS) $(CORE_CPPFLAGS)
 CORE_TESTS = test/unit/core_test.cpp test/unit/lease_rules_test.cpp test/unit/time_range_test.cpp \
-	test/unit/holder_text_test.cpp
+	test/unit/holder_text_test.cpp test/unit/extension_version_test.cpp
 test/unit/core_test: $(CORE_TESTS) $(CORE_SRCS) src/core/*.hpp
 	$(CXX) $(UNITTEST_CXXFLAGS) -O1 -o $@ $(CORE_TESTS) $(CORE_SRCS) \
 		-lgtest -lgtest_main -pthread

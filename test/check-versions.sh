@@ -3,7 +3,8 @@
 # snowflake.control (default_version, the source of truth), META.json (the
 # distribution's and the provided extension's version, as PGXN's semantic
 # version X.Y.0), debian/changelog (the package version), and CHANGELOG.md
-# (a section for it).
+# (a section for it).  META.json's provided file is the version's install
+# script, src/sql/snowflake--VERSION.sql, which must exist.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -20,6 +21,11 @@ expect() {
 expect "META.json version" "$(python3 -c 'import json; print(json.load(open("META.json"))["version"])')" "$version.0"
 expect "META.json provides.snowflake.version" \
 	"$(python3 -c 'import json; print(json.load(open("META.json"))["provides"]["snowflake"]["version"])')" "$version.0"
+expect "META.json provides.snowflake.file" \
+	"$(python3 -c 'import json; print(json.load(open("META.json"))["provides"]["snowflake"]["file"])')" \
+	"src/sql/snowflake--$version.sql"
+[ -f "src/sql/snowflake--$version.sql" ] ||
+	{ echo "check-versions: no install script src/sql/snowflake--$version.sql" >&2; problems=$((problems + 1)); }
 expect "debian/changelog version" "$(sed -n '1s/^snowflake (\([^)]*\)).*/\1/p' debian/changelog)" "$version"
 grep -q "^## $version\b" CHANGELOG.md ||
 	{ echo "check-versions: CHANGELOG.md has no section \"## $version\"" >&2; problems=$((problems + 1)); }

@@ -11,7 +11,8 @@
  * lease space against the ones the data directory last ran with, refuses a
  * data directory that pg_upgrade built without the old one's state files,
  * registers its WAL resource manager and background workers, and requests
- * its shared memory.
+ * its shared memory.  Its function manager hook refuses the SECURITY
+ * DEFINER functions of older versions in databases not yet updated.
  */
 extern "C"
 {
@@ -27,6 +28,7 @@ extern "C"
 #include "pg/layout/layout_file.hpp"
 #include "pg/leases/lease_space.hpp"
 #include "pg/leases/lease_table.hpp"
+#include "pg/old_versions.hpp"
 #include "pg/planner/timestamp_rewrite.hpp"
 #include "pg/registry/node_registry.hpp"
 #include "pg/reservation/reservation.hpp"
@@ -106,4 +108,5 @@ _PG_init(void)
 	InstallLeaseTableHooks();
 	InstallTimestampRewrite();
 	InstallLayoutHistoryGuard();
+	InstallOldVersionGuard();
 }

@@ -2,10 +2,10 @@
 -- Worker-id leases: grants, windows, the next holder's not_before, renewals,
 -- releases, and the refusals with their SQLSTATEs.  The instance runs with
 -- snowflake.lease_workers = 4 (test/conf/regress.conf): worker ids 124 to
--- 127 are leased, sessions attach to 0 to 123.  It runs right after the
--- upgrade test, whose leases (released at its end) stay in the lease table:
--- the lease table belongs to the server, not to the extension's objects.
--- So worker ids and tokens are compared here, not printed.
+-- 127 are leased, sessions attach to 0 to 123.  Leases of earlier tests
+-- (released at their end) stay in the lease table: the lease table
+-- belongs to the server, not to the extension's objects.  So worker ids
+-- and tokens are compared here, not printed.
 --
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS snowflake;
@@ -18,7 +18,7 @@ SELECT name, setting, unit, context
  WHERE name LIKE 'snowflake.lease%'
  ORDER BY name;
 
-SELECT max(token) AS tokens_before FROM snowflake_leases \gset
+SELECT coalesce(max(token), 0) AS tokens_before FROM snowflake_leases \gset
 SELECT count(*) AS held_before FROM snowflake_leases WHERE state = 'held';
 
 -- A time-scoped lease: a worker id of the lease space, a token larger than
@@ -69,8 +69,8 @@ SELECT last_timestamp = :'first_not_before'::timestamptz + interval '1 ms' AS hi
 -- Reported IDs must belong to the lease and lie inside its window (the
 -- README's example ID carries node 5 and worker 17; the second ID is the
 -- lease's worker id at 2025-01-01 00:00:01, long before the window).
--- Which worker id the server chose depends on when the upgrade test's
--- leases ended, so the messages show it as W, and the reported ID as ID.
+-- Which worker id the server chose depends on when earlier leases ended,
+-- so the messages show it as W, and the reported ID as ID.
 -- The window's DETAIL holds times of this run: it is left out.
 CREATE FUNCTION lease_renew_error(token bigint, last_id bigint, worker integer,
                                   show_detail boolean)

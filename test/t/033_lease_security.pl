@@ -33,14 +33,16 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use SnowflakeOldVersions;
 use Test::More;
 
 # A node leasing 4 worker ids in appdb, which appowner (not a superuser)
 # owns, so that appowner owns its schema public (pg_database_owner).
+# %params go to PostgreSQL::Test::Cluster->new (install_path).
 sub new_node
 {
-	my ($name) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
+	my ($name, %params) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name, %params);
 	$node->init;
 	$node->append_conf(
 		'postgresql.conf', q(
@@ -256,18 +258,25 @@ CREATE OPERATOR public.$name (LEFTARG = $left, RIGHTARG = $right, FUNCTION = pub
 # The same trojans before a 1.4 install that is updated to 1.5, with a
 # lease that 1.4 recorded (under library 1.5, 1.4's functions refuse to
 # lease: the row stands for one taken before the restart that loaded it).
+# The shipped files install no version before 1.5: a relocated copy of the
+# installation installs 1.0 from the test fixture, and the shipped update
+# scripts take it to 1.4 (test/perl/SnowflakeOldVersions.pm).
 {
-	my $node = new_node('h3upd');
+	my $node = new_node('h3upd',
+		install_path => SnowflakeOldVersions::relocated_install('h3upd'));
 	plant_install_trojans($node);
-	my ($ret, $out, $err) =
-	  $node->psql('appdb', "SET search_path = pg_catalog, pg_temp;\nCREATE EXTENSION snowflake SCHEMA public VERSION '1.4'");
-	is($ret, 0, 'H3 (update): CREATE EXTENSION snowflake VERSION 1.4') or diag($err);
+	my ($ret, $out, $err) = $node->psql('appdb',
+		"SET search_path = pg_catalog, pg_temp;\n"
+		  . "CREATE EXTENSION snowflake SCHEMA public VERSION '1.0';\n"
+		  . "ALTER EXTENSION snowflake UPDATE TO '1.4'");
+	is($ret, 0, 'H3 (update): CREATE EXTENSION snowflake VERSION 1.0, updated to 1.4') or diag($err);
 	$node->safe_psql('appdb', 'CREATE ROLE svc LOGIN');
 	grant_leases($node, 'public', 'svc');
 	my (undef, undef, $refusal) = $node->psql('appdb',
 		"SET search_path = pg_catalog, pg_temp;\n" . lease_sql('public', 'refused', '1 hour'),
 		extra_params => [ '-U', 'svc' ]);
-	like($refusal, qr/snowflake extension version 1\.4 cannot lease worker ids under library version 1\.5/,
+	like($refusal,
+		qr/snowflake 1\.4's SECURITY DEFINER functions are disabled under library 1\.5/,
 		'H3 (update): 1.4 functions refuse under library 1.5');
 	$node->safe_psql('appdb', q{
 SET search_path = pg_catalog, pg_temp;

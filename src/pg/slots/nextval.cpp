@@ -2,7 +2,8 @@
  * nextval.cpp
  *	  snowflake_nextval() and snowflake_release_worker().
  *
- * The first call in a session does the slow work once: it checks that the
+ * The first call in a session does the slow work once: it warns if the
+ * extension in this database is older than the library, checks that the
  * running layout may issue IDs in this database, attaches to the
  * least-loaded worker slot and raises the slot's mark past the floor, the
  * newest millisecond of any slot and the session's own last ID.  Every
@@ -30,6 +31,7 @@ extern "C"
 #include "pg/slots/nextval.hpp"
 #include "pg/clock.hpp"
 #include "pg/layout/layout_registry.hpp"
+#include "pg/old_versions.hpp"
 #include "pg/registry/node_registry.hpp"
 #include "pg/reservation/reservation.hpp"
 #include "pg/settings.hpp"
@@ -257,13 +259,15 @@ NextRun(uint32 want, uint32 *count)
 /*
  * The slow path, taken by the first call of a session, after an abort that
  * undid the recording of the layout, and while a node-id collision blocks
- * generation.
+ * generation.  The first call also warns when this database's extension is
+ * older than the library.
  */
 static void
 PrepareGenerator(Oid fn_oid)
 {
 	state = RequireSharedState();
 	RefuseOutsidePrimaryLeader();
+	WarnOnceIfExtensionOutdated();
 	if (pg_atomic_read_u32(&state->node_collision) != 0 &&
 		g_settings.on_node_collision == kCollisionError)
 		ReportGenerationBlocked(state);

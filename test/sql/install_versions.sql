@@ -1,0 +1,60 @@
+--
+-- Which versions install: only the current one.  CREATE EXTENSION
+-- snowflake VERSION 'X' for every older X runs that version's install
+-- script, which only refuses (version 1.4 had SECURITY DEFINER functions);
+-- the update scripts stay for databases at older versions.  The update
+-- chain itself, and a fresh install compared with it item by item, are in
+-- test/t/039_install_versions.pl, on a relocated installation that can
+-- still install 1.0.
+--
+DROP EXTENSION snowflake CASCADE;
+
+SELECT version FROM pg_available_extension_versions
+ WHERE name = 'snowflake' ORDER BY version;
+SELECT source, target, path FROM pg_extension_update_paths('snowflake')
+ WHERE path IS NOT NULL ORDER BY source, target;
+
+\set SHOW_CONTEXT never
+CREATE EXTENSION snowflake VERSION '1.0';
+\echo :LAST_ERROR_SQLSTATE
+CREATE EXTENSION snowflake VERSION '1.1';
+\echo :LAST_ERROR_SQLSTATE
+CREATE EXTENSION snowflake VERSION '1.2';
+\echo :LAST_ERROR_SQLSTATE
+CREATE EXTENSION snowflake VERSION '1.3';
+\echo :LAST_ERROR_SQLSTATE
+CREATE EXTENSION snowflake VERSION '1.4';
+\echo :LAST_ERROR_SQLSTATE
+\set SHOW_CONTEXT errors
+SELECT count(*) AS installed FROM pg_extension WHERE extname = 'snowflake';
+
+-- The current version installs from its own script.
+CREATE EXTENSION snowflake;
+SELECT extversion = (SELECT default_version FROM pg_available_extensions
+                      WHERE name = 'snowflake') AS at_default_version
+  FROM pg_extension WHERE extname = 'snowflake';
+
+-- No function of the extension runs with rights other than its caller's,
+-- and only snowflake_convert_column() and snowflake_publication_tables() pin
+-- their search_path.
+SELECT p.proname, p.prosecdef, p.proconfig
+  FROM pg_proc AS p
+       JOIN pg_depend AS d
+         ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+       JOIN pg_extension AS e ON e.oid = d.refobjid AND e.extname = 'snowflake'
+ WHERE p.prosecdef OR p.proconfig IS NOT NULL ORDER BY 1;
+
+-- A database at the library's version is not warned.
+SELECT snowflake_nextval() > 0 AS works;
+
+-- The recorded layouts accept only what the settings accept (since 1.5).
+\set VERBOSITY terse
+INSERT INTO snowflake_layout (first_id, epoch, node_bits, worker_bits, sequence_bits)
+    VALUES (1, 'infinity', 3, 7, 12);
+INSERT INTO snowflake_layout (first_id, epoch, node_bits, worker_bits, sequence_bits)
+    VALUES (1, '-infinity', 3, 7, 12);
+INSERT INTO snowflake_layout (first_id, epoch, node_bits, worker_bits, sequence_bits)
+    VALUES (1, '2025-01-01', 0, 0, 32);
+INSERT INTO snowflake_layout (first_id, epoch, node_bits, worker_bits, sequence_bits)
+    VALUES (1, '2025-01-01', 17, 0, 12);
+\set VERBOSITY default
