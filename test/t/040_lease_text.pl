@@ -15,8 +15,12 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SnowflakeOldVersions;
 
-my $node = PostgreSQL::Test::Cluster->new('text');
+# The 1.4 database needs the first release's install script, which only a
+# relocated copy of the installation has (SnowflakeOldVersions).
+my $node = PostgreSQL::Test::Cluster->new('text',
+	install_path => SnowflakeOldVersions::relocated_install('text'));
 $node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
 $node->append_conf(
 	'postgresql.conf', q(
