@@ -56,7 +56,6 @@ PG_FUNCTION_INFO_V1(snowflake_lease_context);
 
 namespace {
 
-needs_fmgr_hook_type prev_needs_fmgr_hook = nullptr;
 fmgr_hook_type prev_fmgr_hook = nullptr;
 
 /* Per backend: whether a function is refused, by OID. */
@@ -198,22 +197,12 @@ ReportRefusedDefiner(Oid function)
 }
 
 /*
- * Whether the function manager must route "function" through the hook.
- * SECURITY DEFINER functions always are; asking keeps other modules'
- * answers.
- */
-bool
-NeedsOldVersionGuard(Oid function)
-{
-	if (prev_needs_fmgr_hook != nullptr && prev_needs_fmgr_hook(function))
-		return true;
-	return IsRefusedDefiner(function);
-}
-
-/*
  * Runs at the start of every SECURITY DEFINER call (and of functions with
  * SET clauses), already as the function's owner: refuses the extension's
- * before its body runs, so none of its name lookups happens.
+ * before its body runs, so none of its name lookups happens.  The function
+ * manager routes every SECURITY DEFINER function through fmgr_hook
+ * (fmgr_security_definer), so no needs_fmgr_hook is installed: other
+ * functions pay nothing.
  */
 void
 RefuseOldDefiners(FmgrHookEventType event, FmgrInfo *flinfo, Datum *arg)
@@ -229,8 +218,6 @@ RefuseOldDefiners(FmgrHookEventType event, FmgrInfo *flinfo, Datum *arg)
 void
 InstallOldVersionGuard(void)
 {
-	prev_needs_fmgr_hook = needs_fmgr_hook;
-	needs_fmgr_hook = NeedsOldVersionGuard;
 	prev_fmgr_hook = fmgr_hook;
 	fmgr_hook = RefuseOldDefiners;
 }
