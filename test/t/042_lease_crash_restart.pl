@@ -11,7 +11,9 @@
 # worker id is leased again above its window), and a lease still running
 # keeps its not_after.  A crash of the machine (simulated: another boot id
 # recorded in the header) may have lost renewals: the first change after
-# it settles, moving every lease not released a window past that moment.
+# it settles, moving every lease not released a window past that moment,
+# even after a further crash before that change; so does a backup restored
+# on the same machine.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -22,7 +24,7 @@ use SnowflakeTest;
 use Test::More;
 
 my $node = PostgreSQL::Test::Cluster->new('crashes');
-$node->init;
+$node->init(allows_streaming => 1);
 $node->append_conf('postgresql.conf', lease_node_settings(lease_workers => 3));
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
@@ -137,6 +139,13 @@ write_lease_header($file, boot_id => '00000000-0000-0000-0000-000000000000');
 $node->start;
 is(read_lease_header($file)->{settle}, 1,
 	'after a crash in another boot, the header says a settle is pending');
+# A crash before the first change leaves the settle due.
+$offset = -s $node->logfile;
+kill_backend();
+$node->wait_for_log(qr/database system is shut down/, $offset);
+$node->stop('immediate', fail_ok => 1);
+$node->start;
+is(read_lease_header($file)->{settle}, 1, 'a crash before the first change leaves it pending');
 $node->safe_psql('postgres', "SELECT snowflake_release_lease($spare, NULL)");
 my (undef, $state, $not_after) = split /\|/, lease_row($expired);
 ok($state eq 'held' && $not_after >= $before_kill_ms + 1000,
@@ -145,5 +154,18 @@ ok($state eq 'held' && $not_after >= $before_kill_ms + 1000,
 ok($state eq 'held' && $not_after >= $before_kill_ms + 3_600_000,
 	'the running lease too');
 is(read_lease_header($file)->{settle}, 0, 'and the header says the settle is done');
+
+# 5. A backup restored on the same machine (pg_basebackup, with its
+# backup_label) may lack the renewals made after it: it settles too.
+SnowflakeTest::wait_until(sub { (split /\|/, lease_row($expired))[1] eq 'expired' },
+	'the settled lease to expire again');
+$node->backup('copy');
+$node->stop;
+my $restored = PostgreSQL::Test::Cluster->new('restored');
+$restored->init_from_backup($node, 'copy');
+$restored->start;
+$restored->safe_psql('postgres', "SELECT snowflake_renew_lease($long_token, NULL)");
+is($restored->safe_psql('postgres', "SELECT state FROM snowflake_leases WHERE token = $expired"),
+	'held', 'a backup restored on the same machine settles at its first change');
 
 done_testing();

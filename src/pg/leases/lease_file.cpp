@@ -364,13 +364,11 @@ LoadLeaseFile(LeaseTable *table)
 	bool		v15;
 	LeaseFileHeader header = ReadHeader(fd, path, &v15);
 
+	/* Every write is of whole blocks, growth included. */
+	if (st.st_size % kLeaseBlockSize != 0)
+		ReportDamage(fd, path, "Its size is not a multiple of 512 bytes.");
 	if (v15)
-	{
-		/* Version 1.5 grew the file block by block: whole blocks only. */
-		if (st.st_size % kLeaseBlockSize != 0)
-			ReportDamage(fd, path, "Its size is not a multiple of 512 bytes.");
 		header.blocks = static_cast<uint32>(st.st_size / kLeaseBlockSize);
-	}
 	else if (st.st_size < static_cast<off_t>(header.blocks) * kLeaseBlockSize)
 	{
 		char		detail[kStateProblemSize];
