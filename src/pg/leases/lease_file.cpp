@@ -128,7 +128,9 @@ FailOn(int fd, const char *what, const char *path)
 	if (fd >= 0)
 		close(fd);
 	errno = saved_errno;
-	ereport(FATAL, (errcode_for_file_access(), errmsg("could not %s file \"%s\": %m", what, path)));
+	ereport(FATAL,
+			(errcode_for_file_access(),
+			 errmsg("could not %s file \"%s\": %m", what, path)));
 	pg_unreachable();
 }
 
@@ -144,7 +146,8 @@ ReportDamage(int fd, const char *path, const char *detail)
 static bool
 ReadBlock(int fd, const char *path, uint32 n, char *block)
 {
-	ssize_t		got = pread(fd, block, kLeaseBlockSize, static_cast<off_t>(n) * kLeaseBlockSize);
+	ssize_t got = pread(fd, block, kLeaseBlockSize,
+						static_cast<off_t>(n) * kLeaseBlockSize);
 
 	if (got < 0)
 		FailOn(fd, "read", path);
@@ -184,9 +187,11 @@ CheckBlock(int fd, const char *path, const char *block, uint32 n)
 				 n, n);
 	else if (image.crc != LeaseImageCrc(image))
 		snprintf(detail, sizeof(detail),
-				 "The checksum of block %u, the lease state of worker id %u, is wrong.", n, n);
+				 "The checksum of block %u, the lease state of worker id %u, is wrong.", n,
+				 n);
 	else if (image.worker_id != n)
-		snprintf(detail, sizeof(detail), "Block %u holds worker id %u.", n, image.worker_id);
+		snprintf(detail, sizeof(detail), "Block %u holds worker id %u.", n,
+				 image.worker_id);
 	else
 		return image;
 	ReportDamage(fd, path, detail);
@@ -199,8 +204,9 @@ FsyncDataDirectory(void)
 	int			fd = open(DataDir, O_RDONLY | PG_BINARY, 0);
 
 	if (fd < 0 || pg_fsync(fd) != 0)
-		ereport(FATAL, (errcode_for_file_access(),
-						errmsg("could not fsync directory \"%s\": %m", DataDir)));
+		ereport(FATAL,
+				(errcode_for_file_access(),
+				 errmsg("could not fsync directory \"%s\": %m", DataDir)));
 	close(fd);
 }
 
@@ -239,8 +245,9 @@ MarkLeaseFileClean(const LeaseTable *table)
 		return;
 	/* On failure the header keeps saying "not clean", which is safe. */
 	if (pg_fsync(fd) != 0 || !WriteLeaseHeader(fd, table, true) || pg_fsync(fd) != 0)
-		ereport(LOG, (errcode_for_file_access(),
-					  errmsg("could not mark file \"%s\" as cleanly shut down: %m", path)));
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("could not mark file \"%s\" as cleanly shut down: %m", path)));
 	close(fd);
 }
 
@@ -318,11 +325,11 @@ ReadHeader(int fd, const char *path, bool *v15)
 		header.clean = old.clean;
 		return header;
 	}
-	ReportDamage(fd, path,
-				 AllZeros(block) ? "Its header (block 0) holds only zeros."
-				 : header.magic == kLeaseHeaderMagic || old.magic == kLeaseHeaderMagicV15
-				 ? "The checksum of its header (block 0) is wrong."
-				 : "Block 0 does not start with a lease state header.");
+	if (AllZeros(block))
+		ReportDamage(fd, path, "Its header (block 0) holds only zeros.");
+	if (header.magic == kLeaseHeaderMagic || old.magic == kLeaseHeaderMagicV15)
+		ReportDamage(fd, path, "The checksum of its header (block 0) is wrong.");
+	ReportDamage(fd, path, "Block 0 does not start with a lease state header.");
 }
 
 void
@@ -446,8 +453,8 @@ LoadLeaseFile(LeaseTable *table)
 	 * Whether the first change settles (lease_table.hpp).  Version 1.5
 	 * recorded no boot id.
 	 */
-	const bool same_boot =
-		!v15 && table->boot_id[0] != '\0' && memcmp(header.boot_id, table->boot_id, kBootIdSize) == 0;
+	const bool same_boot = !v15 && table->boot_id[0] != '\0' &&
+		memcmp(header.boot_id, table->boot_id, kBootIdSize) == 0;
 
 	table->needs_bump = header.settle == 1 || (header.clean != 1 && !same_boot) ||
 		RecoveryOrBackupStarts();
@@ -459,5 +466,7 @@ LoadLeaseFile(LeaseTable *table)
 		FailOn(fd, "fsync", path);
 	close(fd);
 	if (v15)
-		ereport(LOG, (errmsg("rewrote file \"%s\" of snowflake 1.5 in the current format", path)));
+		ereport(LOG,
+				(errmsg("rewrote file \"%s\" of snowflake 1.5 in the current format",
+						path)));
 }

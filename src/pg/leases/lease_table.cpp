@@ -214,8 +214,9 @@ LogImage(const LeaseImage &image)
 static void
 ReportWriteFailure(void)
 {
-	ereport(ERROR, (errcode_for_file_access(),
-					errmsg("could not write file \"%s\": %m", kLeaseStateFileName)));
+	ereport(ERROR,
+			(errcode_for_file_access(),
+			 errmsg("could not write file \"%s\": %m", kLeaseStateFileName)));
 }
 
 /* The largest token timeline "tli" may grant (lease_table.hpp). */
@@ -249,8 +250,8 @@ SettleOncePerRun(LeaseTable *table)
 		const TimeLineID tli = GetWALInsertionTimeLine();
 
 		if (tli > 1)
-			table->last_token =
-				Max(table->last_token, static_cast<int64>(tli) << kTokenTimelineShift);
+			table->last_token = Max(table->last_token,
+									static_cast<int64>(tli) << kTokenTimelineShift);
 	}
 
 	const int64 now_ms = NowUnixMs();
@@ -306,15 +307,17 @@ CommitLeaseImage(LeaseTable *table, uint32 index, LeaseImage *image, bool connec
 		const TimeLineID tli = GetWALInsertionTimeLine();
 
 		if (image->token > TokenCeiling(tli))
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("snowflake lease tokens of timeline %u are used up", tli),
-					 errdetail("A lease granted on timeline %u takes a token of at most "
-							   INT64_FORMAT ", so that the tokens of a standby promoted "
-							   "later lie above it.",
-							   tli, TokenCeiling(tli)),
-					 errhint("Promote a standby, or recover the server to a new timeline: "
-							 "its grants take tokens above.")));
+			ereport(
+				ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("snowflake lease tokens of timeline %u are used up", tli),
+				 errdetail(
+					 "A lease granted on timeline %u takes a token of at most " INT64_FORMAT
+					 ", so that the tokens of a standby promoted "
+					 "later lie above it.",
+					 tli, TokenCeiling(tli)),
+				 errhint("Promote a standby, or recover the server to a new timeline: "
+						 "its grants take tokens above.")));
 		table->last_token = image->token;
 		if (!WriteLeaseHeader(LeaseFile(), table, false))
 			ReportWriteFailure();

@@ -170,7 +170,8 @@ struct LeaseFileHeader
 };
 
 static_assert(sizeof(LeaseFileHeader) <= kLeaseBlockSize, "the header must fit its block");
-static_assert(offsetof(LeaseFileHeader, crc) == 72, "test/perl/SnowflakeLeaseFile.pm knows it");
+static_assert(offsetof(LeaseFileHeader, crc) == 72,
+			  "test/perl/SnowflakeLeaseFile.pm knows it");
 
 constexpr uint32 kLeaseHeaderMagic = 0x534c4832;	/* "SLH2" */
 
@@ -184,7 +185,8 @@ constexpr uint32 kLeaseHeaderMagicV15 = 0x534c4831;	/* "SLH1" */
  * so the ranges fit an int64.
  */
 constexpr int kTokenTimelineShift = 32;
-static_assert(kTokenTimelineShift + 31 <= 63, "the token ranges of timelines below 2^31 fit an int64");
+static_assert(kTokenTimelineShift + 31 <= 63,
+			  "the token ranges of timelines below 2^31 fit an int64");
 
 struct LeaseEntry
 {
