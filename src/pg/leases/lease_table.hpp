@@ -50,8 +50,10 @@
  * Not caught: a snapshot of the data directory restored on the same
  * machine in the same boot, without a backup_label: it looks like a crash
  * restart.  Restore such a snapshot as a backup (docs/leases.md).
- * pg_upgrade carries the file of a cleanly stopped old cluster
- * (upgrade_guard.cpp): clean, so nothing to settle.  A lease that expired
+ * pg_upgrade needs the old cluster stopped cleanly, and the operator
+ * copies its file into the new data directory (upgrade_guard.cpp; the
+ * binary-upgrade start itself creates no file): clean, so nothing to
+ * settle, though the boot id may differ.  A lease that expired
  * before a crash that needs no settle stays expired.
  *
  * Tokens: every grant's token is one above the largest the server knows,
@@ -60,8 +62,9 @@
  * a promotion the largest is raised to at least timeline << 32, with the
  * new insert timeline: an asynchronous standby may have missed some of the
  * old primary's grants, and all of those, made on an earlier timeline, lie
- * below.  So a timeline has room for 2^32 - 1 grants; a grant beyond is
- * refused (CommitLeaseImage).
+ * below.  So a timeline t has room for 2^32 grants (tokens up to
+ * (t + 1) << 32; timeline 1 for 2^33), and a grant beyond is refused
+ * (CommitLeaseImage): the next timeline's tokens would not lie above it.
  *
  * A damaged file stops the start (FATAL): a block with a wrong checksum, of
  * another worker id, of zeros, or not a lease image, and a header that is
@@ -71,8 +74,8 @@
  * once by that version's rules and rewritten in this format.
  *
  * None of it is transactional: once a caller could have seen a change, no
- * rollback undoes it.  Tokens come from a counter that the images carry,
- * so none is ever handed out twice, across crashes too.
+ * rollback undoes it.  Tokens come from a counter that the images and the
+ * header carry, so none is ever handed out twice, across crashes too.
  *
  * Locking: one LWLock guards the entries, held for a few microseconds per
  * change (copy, write into the page cache, WAL insert); the fsync and the
@@ -179,9 +182,9 @@ constexpr uint32 kLeaseHeaderMagic = 0x534c4832;	/* "SLH2" */
 constexpr uint32 kLeaseHeaderMagicV15 = 0x534c4831;	/* "SLH1" */
 
 /*
- * The tokens granted on timeline t > 1 lie in (t << 32, (t + 1) << 32): a
- * timeline has room for 2^32 - 1 grants (timeline 1 for 2^33 - 1), and a
- * grant past its range is refused.  Timelines stay below 2^31 in practice,
+ * The tokens granted on timeline t > 1 lie in (t << 32, (t + 1) << 32]: a
+ * timeline has room for 2^32 grants (timeline 1, from token 1, for 2^33),
+ * and a grant past its range is refused.  Timelines stay below 2^31 in practice,
  * so the ranges fit an int64.
  */
 constexpr int kTokenTimelineShift = 32;
