@@ -155,18 +155,20 @@ my $lease_file = $node->data_dir . '/snowflake.lease_state';
 my $good_lease_state = slurp_file($lease_file);
 is(length($good_lease_state), 128 * 512, 'the lease state holds a block per worker id');
 my $lease_hint =
-  qr/HINT:  \QRestore the file from a backup of the data directory.  Only if no application holds a lease (every not_after has passed), remove it: worker ids are then leased from this run's generation floor.\E\n/;
+  qr/HINT:  \QRestore snowflake.lease_state from a backup of this data directory.  Otherwise, stop every application that holds a worker-id lease of this server, then remove the file: the server forgets every lease and its history, leases worker ids again from this run's generation floor, and numbers tokens from 1 again, so a holder still running would share its worker id with the next holder.\E\n/;
 my (undef, $leased_worker) = split /\|/, $lease_before;
 refused('lease state cut', $lease_file, 'lease state', $good_lease_state . 'x',
 	'Its size is not a multiple of 512 bytes.', $lease_hint);
 my $flipped = $good_lease_state;
 substr($flipped, $leased_worker * 512 + 100, 1) ^= "\x01";
 refused('a lease image with a wrong checksum', $lease_file, 'lease state', $flipped,
-	"The checksum of block $leased_worker is wrong.", $lease_hint);
+	"The checksum of block $leased_worker, the lease state of worker id $leased_worker, is wrong.",
+	$lease_hint);
 my $junk = $good_lease_state;
 substr($junk, $leased_worker * 512, 4) = 'junk';
 refused('a block that is no lease image', $lease_file, 'lease state', $junk,
-	"Block $leased_worker does not start with a lease image.", $lease_hint);
+	"Block $leased_worker, the lease state of worker id $leased_worker, does not start with a lease image.",
+	$lease_hint);
 write_file($lease_file, $good_lease_state);
 
 # --- the good files back -------------------------------------------------------

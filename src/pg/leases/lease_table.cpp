@@ -3,21 +3,17 @@
  *	  The lease table in shared memory, its file, and its WAL records (see
  *	  lease_table.hpp).
  *
- * The file, $PGDATA/snowflake.lease_state, holds one 512-byte block per
- * worker id (block n at offset 512 n), written in place: a sector is
- * written whole or not at all, and each image carries a CRC.  The blocks of
- * the lease space are allocated at start, so a change overwrites allocated
- * space and never runs out of disk.
+ * The file's format and loading are in lease_file.cpp.  Changes write an
+ * entry's block in place; a grant that raises the largest token writes the
+ * header too, before its image, so the header's token is a lower bound that
+ * the grant's fsync makes durable with it.
  *
- * Block 0 is the header instead (worker id 0 always belongs to sessions):
- * whether the last shutdown was clean.  The postmaster clears it at start
- * and sets it at a clean exit, after an fsync of the file.
- *
- * The first change of a run settles the table: it logs every entry again
- * (a crash can lose the records of changes the file kept: standbys then
- * catch up), and after a start that was not clean, or in a server that
- * was a standby, it first moves the not_after of every lease not released
- * to now + its window, since renewals are not waited for (lease_table.hpp).
+ * The first change of a run settles the table: it raises the largest token
+ * to this timeline's range (after a promotion), logs every entry again (a
+ * crash can lose the records of changes the file kept: standbys then catch
+ * up), and, when the start needs it (lease_table.hpp), first moves the
+ * not_after of every lease not released to now + its window, since
+ * renewals are not waited for.  It then clears the header's pending settle.
  */
 extern "C"
 {
@@ -25,9 +21,7 @@ extern "C"
 
 #include "access/xlog.h"		/* RecoveryInProgress, XLogFlush */
 #include "access/xloginsert.h"
-#include "common/file_perm.h"	/* pg_file_create_mode */
 #include "lib/stringinfo.h"
-#include "access/xlog_internal.h"	/* STANDBY_SIGNAL_FILE */
 #include "miscadmin.h"			/* DataDir, MyProcPid, MyStartTimestamp */
 #include "storage/fd.h"			/* BasicOpenFile, pg_fdatasync, data_sync_elevel */
 #include "storage/ipc.h"		/* before_shmem_exit, shmem hooks */
@@ -37,11 +31,11 @@ extern "C"
 #include <cerrno>
 #include <cstdio>
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "pg/clock.hpp"
 #include "pg/durable_file.hpp"
+#include "pg/leases/lease_file.hpp"
 #include "pg/leases/lease_table.hpp"
 #include "pg/reservation/reservation_wal.hpp"
 #include "pg/settings.hpp"
@@ -73,22 +67,6 @@ LeaseFilePath(char *path)
 	DataDirectoryFile(kLeaseStateFileName, path);
 }
 
-static const char *kLeaseFileHint =
-	"Restore the file from a backup of the data directory.  Only if no application "
-	"holds a lease (every not_after has passed), remove it: worker ids are then "
-	"leased from this run's generation floor.";
-
-static pg_crc32c
-ImageCrc(const LeaseImage &image)
-{
-	pg_crc32c	crc;
-
-	INIT_CRC32C(crc);
-	COMP_CRC32C(crc, &image, offsetof(LeaseImage, crc));
-	FIN_CRC32C(crc);
-	return crc;
-}
-
 bool
 ImageMatches(const LeaseImage &image, const snowflake::Layout &layout, int node_id)
 {
@@ -96,63 +74,6 @@ ImageMatches(const LeaseImage &image, const snowflake::Layout &layout, int node_
 		image.layout_node_bits == layout.node_bits &&
 		image.layout_worker_bits == layout.worker_bits &&
 		image.layout_sequence_bits == layout.sequence_bits;
-}
-
-/* Refuses (FATAL) a block that is not an image of worker id "block". */
-static void
-CheckBlock(const char *path, const LeaseImage &image, uint32 block)
-{
-	char		detail[kStateProblemSize];
-
-	if (image.magic != kLeaseImageMagic)
-		snprintf(detail, sizeof(detail), "Block %u does not start with a lease image.", block);
-	else if (image.crc != ImageCrc(image))
-		snprintf(detail, sizeof(detail), "The checksum of block %u is wrong.", block);
-	else if (image.worker_id != block)
-		snprintf(detail, sizeof(detail), "Block %u holds worker id %u.", block,
-				 image.worker_id);
-	else
-		return;
-	ReportCorruptStateFile(path, "lease state", detail, kLeaseFileHint);
-}
-
-/* Makes the file's creation durable. */
-static void
-FsyncDataDirectory(void)
-{
-	int			fd = open(DataDir, O_RDONLY | PG_BINARY, 0);
-
-	if (fd < 0 || pg_fsync(fd) != 0)
-		ereport(FATAL, (errcode_for_file_access(),
-						errmsg("could not fsync directory \"%s\": %m", DataDir)));
-	close(fd);
-}
-
-static pg_crc32c
-HeaderCrc(const LeaseFileHeader &header)
-{
-	pg_crc32c	crc;
-
-	INIT_CRC32C(crc);
-	COMP_CRC32C(crc, &header, offsetof(LeaseFileHeader, crc));
-	FIN_CRC32C(crc);
-	return crc;
-}
-
-/* Writes the header, saying whether the shutdown is clean, and fsyncs. */
-static bool
-WriteHeader(int fd, bool clean)
-{
-	alignas(8) char block[kLeaseBlockSize];
-	LeaseFileHeader header;
-
-	memset(&header, 0, sizeof(header));
-	header.magic = kLeaseHeaderMagic;
-	header.clean = clean ? 1 : 0;
-	header.crc = HeaderCrc(header);
-	memset(block, 0, sizeof(block));
-	memcpy(block, &header, sizeof(header));
-	return pwrite(fd, block, kLeaseBlockSize, 0) == kLeaseBlockSize && pg_fsync(fd) == 0;
 }
 
 /*
@@ -164,125 +85,8 @@ static void
 MarkCleanShutdown(int code, Datum arg)
 {
 	(void) arg;
-	char		path[MAXPGPATH];
-
-	if (code != 0 ||
-		snprintf(path, sizeof(path), "%s/%s", DataDir, kLeaseStateFileName) >= MAXPGPATH)
-		return;
-
-	int			fd = open(path, O_RDWR | PG_BINARY, 0);
-
-	if (fd < 0)
-		return;
-	/* On failure the header keeps saying "not clean", which is safe. */
-	if (pg_fsync(fd) != 0 || !WriteHeader(fd, true))
-		ereport(LOG, (errcode_for_file_access(),
-					  errmsg("could not mark file \"%s\" as cleanly shut down: %m", path)));
-	close(fd);
-}
-
-/*
- * Postmaster, at start and after a crash restart: reads the file into the
- * table (images of another layout or node id are history that no longer
- * matters: the layout check keeps new IDs above them), and allocates the
- * blocks of the lease space.  Plain POSIX I/O: fd.c may not be usable here.
- */
-static void
-LoadLeaseFile(LeaseTable *table)
-{
-	char		path[MAXPGPATH];
-	alignas(8) char block[kLeaseBlockSize];
-	const uint32 end = table->first_worker_id + table->count;
-	bool		created = false;
-	bool		clean = false;
-
-	LeaseFilePath(path);
-	int			fd = open(path, O_RDWR | PG_BINARY, 0);
-
-	if (fd < 0 && errno == ENOENT)
-	{
-		/*
-		 * pg_upgrade's start leases nothing, and leaves the file to be
-		 * carried from the old data directory (upgrade_guard.cpp).
-		 */
-		if (IsBinaryUpgrade)
-			return;
-		fd = open(path, O_RDWR | O_CREAT | O_EXCL | PG_BINARY, pg_file_create_mode);
-		created = true;
-	}
-	if (fd < 0)
-		ereport(FATAL, (errcode_for_file_access(),
-						errmsg("could not open file \"%s\": %m", path)));
-
-	for (uint32 n = 0;; n++)
-	{
-		ssize_t		got = pread(fd, block, kLeaseBlockSize, static_cast<off_t>(n) * kLeaseBlockSize);
-
-		if (got == 0)
-			break;
-		if (got != kLeaseBlockSize)
-		{
-			int			saved_errno = errno;
-
-			close(fd);
-			if (got < 0)
-			{
-				errno = saved_errno;
-				ereport(FATAL, (errcode_for_file_access(),
-								errmsg("could not read file \"%s\": %m", path)));
-			}
-			ReportCorruptStateFile(path, "lease state",
-								   "Its size is not a multiple of 512 bytes.", kLeaseFileHint);
-		}
-
-		if (n == 0)
-		{
-			LeaseFileHeader header;
-
-			memcpy(&header, block, sizeof(header));
-			clean = header.magic == kLeaseHeaderMagic && header.crc == HeaderCrc(header) &&
-				header.clean == 1;
-			continue;
-		}
-
-		LeaseImage	image;
-
-		memcpy(&image, block, sizeof(image));
-		if (image.magic == 0)
-			continue;			/* a block never written */
-		CheckBlock(path, image, n);
-		table->last_token = Max(table->last_token, image.token);
-		table->last_change = Max(table->last_change, image.change);
-		if (n >= table->first_worker_id && n < end &&
-			ImageMatches(image, g_settings.layout, g_settings.node_id))
-			table->entries[n - table->first_worker_id].image = image;
-	}
-
-	/* Allocate the lease space's blocks: writes in place never need space. */
-	off_t		size = lseek(fd, 0, SEEK_END);
-	off_t		needed = static_cast<off_t>(end) * kLeaseBlockSize;
-
-	memset(block, 0, sizeof(block));
-	for (off_t at = size; at < needed; at += kLeaseBlockSize)
-		if (pwrite(fd, block, kLeaseBlockSize, at) != kLeaseBlockSize)
-		{
-			int			saved_errno = errno;
-
-			close(fd);
-			errno = saved_errno;
-			ereport(FATAL, (errcode_for_file_access(),
-							errmsg("could not write file \"%s\": %m", path)));
-		}
-	/* From now on, a crash is not a clean shutdown; WriteHeader fsyncs. */
-	if (!WriteHeader(fd, false))
-		ereport(FATAL, (errcode_for_file_access(),
-						errmsg("could not write file \"%s\": %m", path)));
-	close(fd);
-	table->needs_bump = !clean && !created;
-	if (created)
-		FsyncDataDirectory();
-	pg_atomic_init_u64(&table->written_change, table->last_change);
-	table->synced_change = table->last_change;
+	if (code == 0 && lease_table != nullptr)
+		MarkLeaseFileClean(lease_table);
 }
 
 static void
@@ -320,15 +124,8 @@ StartLeaseTable(void)
 		if (table->count > 0)
 		{
 			LoadLeaseFile(table);
-
-			/*
-			 * A standby's leases are replayed, maybe behind its primary's:
-			 * once promoted, it settles with a bump.
-			 */
-			struct stat st;
-
-			if (stat(STANDBY_SIGNAL_FILE, &st) == 0 || stat(RECOVERY_SIGNAL_FILE, &st) == 0)
-				table->needs_bump = true;
+			pg_atomic_init_u64(&table->written_change, table->last_change);
+			table->synced_change = table->last_change;
 			/* As the reservation's: children drop it, a crash reinit runs it with 1. */
 			if (!IsUnderPostmaster)
 				on_shmem_exit(MarkCleanShutdown, 0);
@@ -387,6 +184,24 @@ WriteImage(const LeaseImage &image)
 				  static_cast<off_t>(image.worker_id) * kLeaseBlockSize) == kLeaseBlockSize;
 }
 
+/*
+ * Writes back the block of worker id "worker_id" as "image" holds it (an
+ * entry never leased in this layout: as an empty block).
+ */
+static bool
+WriteBlockOf(const LeaseImage &image, uint32 worker_id)
+{
+	LeaseImage	empty;
+
+	if (image.magic == kLeaseImageMagic)
+		return WriteImage(image);
+	memset(&empty, 0, sizeof(empty));
+	empty.magic = kLeaseEmptyMagic;
+	empty.worker_id = worker_id;
+	empty.crc = LeaseImageCrc(empty);
+	return WriteImage(empty);
+}
+
 static XLogRecPtr
 LogImage(const LeaseImage &image)
 {
@@ -395,10 +210,27 @@ LogImage(const LeaseImage &image)
 	return XLogInsert(kSnowflakeRmgrId, kXlogLease);
 }
 
+/* ERROR for a write into the file that failed. */
+static void
+ReportWriteFailure(void)
+{
+	ereport(ERROR,
+			(errcode_for_file_access(),
+			 errmsg("could not write file \"%s\": %m", kLeaseStateFileName)));
+}
+
+/* The largest token timeline "tli" may grant (lease_table.hpp). */
+static int64
+TokenCeiling(TimeLineID tli)
+{
+	return static_cast<int64>(tli + 1) << kTokenTimelineShift;
+}
+
 /*
  * Lock held exclusively.  Once per run, before the first change: settles
  * the table (see the header comment).  Its writes reach the disk with the
- * next fsync of the file, or are settled again by the next start.
+ * next fsync of the file; a crash of the machine before that settles
+ * again at the next start (another boot id).
  */
 static void
 SettleOncePerRun(LeaseTable *table)
@@ -407,6 +239,19 @@ SettleOncePerRun(LeaseTable *table)
 	{
 		seen_settled = true;
 		return;
+	}
+
+	/*
+	 * Tokens of this timeline lie above every token of the earlier ones,
+	 * which a promoted asynchronous standby may not have seen all of.
+	 */
+	if (!RecoveryInProgress())
+	{
+		const TimeLineID tli = GetWALInsertionTimeLine();
+
+		if (tli > 1)
+			table->last_token = Max(table->last_token,
+									static_cast<int64>(tli) << kTokenTimelineShift);
 	}
 
 	const int64 now_ms = NowUnixMs();
@@ -422,16 +267,21 @@ SettleOncePerRun(LeaseTable *table)
 		{
 			image.not_after_ms = now_ms + image.window_ms;
 			image.change = ++table->last_change;
-			image.crc = ImageCrc(image);
+			image.crc = LeaseImageCrc(image);
 			if (!WriteImage(image))
-				ereport(ERROR, (errcode_for_file_access(),
-								errmsg("could not write file \"%s\": %m", kLeaseStateFileName)));
+				ReportWriteFailure();
 			table->entries[i].image = image;
 			pg_atomic_write_u64(&table->written_change, image.change);
 		}
 		(void) LogImage(image);
 	}
 	table->settled = true;
+	/* The pending settle is done; the header keeps the raised token. */
+	if (!WriteLeaseHeader(LeaseFile(), table, false))
+	{
+		table->settled = false;
+		ReportWriteFailure();
+	}
 	seen_settled = true;
 }
 
@@ -448,19 +298,42 @@ CommitLeaseImage(LeaseTable *table, uint32 index, LeaseImage *image, bool connec
 {
 	Assert(LWLockHeldByMeInMode(table->lock, LW_EXCLUSIVE) && table->settled);
 
+	/*
+	 * A grant: its token must stay within this timeline's range, and goes
+	 * into the header first (a lower bound for the next start).
+	 */
+	if (image->token > table->last_token)
+	{
+		const TimeLineID tli = GetWALInsertionTimeLine();
+
+		if (image->token > TokenCeiling(tli))
+			ereport(
+				ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("snowflake lease tokens of timeline %u are used up", tli),
+				 errdetail(
+					 "A lease granted on timeline %u takes a token of at most " INT64_FORMAT
+					 ", so that the tokens of a standby promoted "
+					 "later lie above it.",
+					 tli, TokenCeiling(tli)),
+				 errhint("Promote a standby, or recover the server to a new timeline: "
+						 "its grants take tokens above.")));
+		table->last_token = image->token;
+		if (!WriteLeaseHeader(LeaseFile(), table, false))
+			ReportWriteFailure();
+	}
+
 	image->magic = kLeaseImageMagic;
 	image->change = table->last_change + 1;
-	image->crc = ImageCrc(*image);
+	image->crc = LeaseImageCrc(*image);
 	if (!WriteImage(*image))
 	{
 		int			saved_errno = errno;
 
-		/* Put the old image back: the block must stay readable. */
-		if (table->entries[index].image.magic == kLeaseImageMagic)
-			(void) WriteImage(table->entries[index].image);
+		/* Put the old block back: it must stay readable. */
+		(void) WriteBlockOf(table->entries[index].image, image->worker_id);
 		errno = saved_errno;
-		ereport(ERROR, (errcode_for_file_access(),
-						errmsg("could not write file \"%s\": %m", kLeaseStateFileName)));
+		ReportWriteFailure();
 	}
 
 	START_CRIT_SECTION();
@@ -560,7 +433,7 @@ ReadLeaseRecord(XLogReaderState *record)
 		elog(PANIC, "snowflake LEASE record has length %u, expected %zu",
 			 XLogRecGetDataLen(record), sizeof(image));
 	memcpy(&image, XLogRecGetData(record), sizeof(image));
-	if (image.crc != ImageCrc(image))
+	if (image.crc != LeaseImageCrc(image))
 		elog(PANIC, "snowflake LEASE record has a wrong checksum");
 	return image;
 }
@@ -572,7 +445,10 @@ ReplayLeaseRecord(XLogReaderState *record)
 	LeaseTable *table = RequireLeaseTable();
 
 	LWLockAcquire(table->lock, LW_EXCLUSIVE);
-	table->needs_bump = true;	/* a crash recovery, or a standby */
+
+	/* The header keeps the largest token: the WAL that has it goes away. */
+	bool		header_changed = image.token > table->last_token;
+
 	table->last_token = Max(table->last_token, image.token);
 	if (image.change > table->last_change)
 		table->last_change = image.change;
@@ -585,14 +461,29 @@ ReplayLeaseRecord(XLogReaderState *record)
 	uint32		index = image.worker_id - table->first_worker_id;
 	LeaseEntry *entry = image.worker_id >= table->first_worker_id && index < table->count ?
 		&table->entries[index] : nullptr;
+	bool		apply = entry != nullptr &&
+		ImageMatches(image, g_settings.layout, g_settings.node_id) &&
+		(entry->image.magic != kLeaseImageMagic || image.change > entry->image.change);
 
-	if (entry != nullptr && ImageMatches(image, g_settings.layout, g_settings.node_id) &&
-		(entry->image.magic != kLeaseImageMagic || image.change > entry->image.change))
+	/*
+	 * On a standby, replay is the file's source, and the start settled
+	 * already.  In a crash recovery, an image newer than the file's means
+	 * that the file lost writes (the machine crashed): settle, even if the
+	 * boot id said otherwise.
+	 */
+	if (apply && !table->needs_bump)
 	{
-		if (!WriteImage(image) || pg_fdatasync(LeaseFile()) != 0)
-			ereport(data_sync_elevel(ERROR),
-					(errcode_for_file_access(),
-					 errmsg("could not write file \"%s\": %m", kLeaseStateFileName)));
+		table->needs_bump = true;
+		header_changed = true;
+	}
+	if ((header_changed && !WriteLeaseHeader(LeaseFile(), table, false)) ||
+		(apply && !WriteImage(image)) ||
+		((header_changed || apply) && pg_fdatasync(LeaseFile()) != 0))
+		ereport(data_sync_elevel(ERROR),
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", kLeaseStateFileName)));
+	if (apply)
+	{
 		entry->image = image;
 		entry->connected = false;
 	}

@@ -16,17 +16,66 @@
  * What must survive a crash or a failover before the caller sees it: a
  * grant (its token and window) and a revocation.  Those are fsynced, and
  * with synchronous standbys flushed and confirmed.  A renewal or a release
- * by its holder is not waited for: after any start that did not follow a
- * clean shutdown, and after a promotion, the first change "settles" the
- * table, taking every lease not released to have been renewed then (its
- * not_after moves to now + its window).  That covers whatever a lost
- * renewal could have promised, and a lost release only keeps a worker id
- * taken a little longer.  Block 0 (worker id 0 always belongs to
- * sessions) holds a header saying whether the last shutdown was clean.
+ * by its holder is written with pwrite() and WAL-logged, but neither
+ * fsynced nor flushed.  What can lose such a write:
+ *	- a crash of PostgreSQL alone (a backend killed, the postmaster's crash
+ *	  restart, kill -9 of the postmaster and a start on the same machine)
+ *	  cannot: the kernel's page cache outlives the processes, so the file
+ *	  is complete, and the WAL redo of a crash restart finds nothing newer
+ *	  than the file (every image is written before it is logged);
+ *	- a crash of the machine can: the page cache is lost;
+ *	- a promotion can: the standby misses the records it had not received;
+ *	- a copy of the data directory can: a backup (restored with its
+ *	  backup_label, or as a standby or a point-in-time recovery), a
+ *	  snapshot, pg_basebackup.
+ * For those, the first change of the run "settles" the table, taking every
+ * lease not released to have been renewed then (its not_after moves to
+ * now + its window).  That covers whatever a lost renewal could have
+ * promised, and a lost release only keeps a worker id taken a little
+ * longer.  The header (block 0; worker id 0 always belongs to sessions)
+ * tells which start needs it: it records whether the last shutdown was
+ * clean, and the kernel's boot id of the last start
+ * (/proc/sys/kernel/random/boot_id).  A start settles if
+ *	- the last shutdown was not clean and the boot id differs (the machine
+ *	  restarted since, or the file came from another machine: a restored
+ *	  backup, a copied snapshot) or cannot be read (then every start after
+ *	  a crash settles);
+ *	- standby.signal, recovery.signal or backup_label is present (a standby,
+ *	  a point-in-time recovery, a restored backup; a standby settles once
+ *	  promoted);
+ *	- the header says a settle is pending: it is written at a start that
+ *	  needs one, and cleared by the settle, so a crash in between (a
+ *	  promoted standby that crashes before its first change) settles again;
+ *	- redo applied an image newer than the file's (the file lost a write).
+ * Not caught: a snapshot of the data directory restored on the same
+ * machine in the same boot, without a backup_label: it looks like a crash
+ * restart.  Restore such a snapshot as a backup (docs/leases.md).
+ * pg_upgrade needs the old cluster stopped cleanly, and the operator
+ * copies its file into the new data directory (upgrade_guard.cpp; the
+ * binary-upgrade start itself creates no file): clean, so nothing to
+ * settle, though the boot id may differ.  A lease that expired
+ * before a crash that needs no settle stays expired.
+ *
+ * Tokens: every grant's token is one above the largest the server knows,
+ * from the file's blocks, its header (a lower bound written at each grant,
+ * at each settle and at a clean shutdown) and the replayed records.  After
+ * a promotion the largest is raised to at least timeline << 32, with the
+ * new insert timeline: an asynchronous standby may have missed some of the
+ * old primary's grants, and all of those, made on an earlier timeline, lie
+ * below.  So a timeline t has room for 2^32 grants (tokens up to
+ * (t + 1) << 32; timeline 1 for 2^33), and a grant beyond is refused
+ * (CommitLeaseImage): the next timeline's tokens would not lie above it.
+ *
+ * A damaged file stops the start (FATAL): a block with a wrong checksum, of
+ * another worker id, of zeros, or not a lease image, and a header that is
+ * not valid.  No valid file has a block of zeros: every block is written
+ * when the file is created or grows, as an "empty" image with a CRC.  A file
+ * of version 1.5 (header "SLH1", zero blocks for ids never leased) is read
+ * once by that version's rules and rewritten in this format.
  *
  * None of it is transactional: once a caller could have seen a change, no
- * rollback undoes it.  Tokens come from a counter that the images carry,
- * so none is ever handed out twice, across crashes too.
+ * rollback undoes it.  Tokens come from a counter that the images and the
+ * header carry, so none is ever handed out twice, across crashes too.
  *
  * Locking: one LWLock guards the entries, held for a few microseconds per
  * change (copy, write into the page cache, WAL insert); the fsync and the
@@ -104,15 +153,43 @@ static_assert(sizeof(LeaseImage) <= kLeaseBlockSize, "a lease image must fit its
 
 constexpr uint32 kLeaseImageMagic = 0x534c4531;	/* "SLE1" */
 
-/* Block 0 of the file. */
+/* The magic of a block of a worker id never leased: the rest is zeros. */
+constexpr uint32 kLeaseEmptyMagic = 0x534c4530;	/* "SLE0" */
+
+/* Room for the kernel's boot id, a UUID in text. */
+constexpr int kBootIdSize = 40;
+
+/* Block 0 of the file.  Plain data; the CRC covers every byte before it. */
 struct LeaseFileHeader
 {
 	uint32		magic;			/* kLeaseHeaderMagic */
 	uint32		clean;			/* 1: written at a clean shutdown */
+	uint32		settle;			/* 1: the next change settles, whatever clean says */
+	uint32		blocks;			/* blocks written whole, this one included */
+	int64		last_token;		/* at least the largest token granted */
+	uint64		last_change;	/* at least the largest change number written */
+	char		boot_id[kBootIdSize];	/* the machine's boot at the last start; "" unknown */
 	pg_crc32c	crc;
 };
 
-constexpr uint32 kLeaseHeaderMagic = 0x534c4831;	/* "SLH1" */
+static_assert(sizeof(LeaseFileHeader) <= kLeaseBlockSize, "the header must fit its block");
+static_assert(offsetof(LeaseFileHeader, crc) == 72,
+			  "test/perl/SnowflakeLeaseFile.pm knows it");
+
+constexpr uint32 kLeaseHeaderMagic = 0x534c4832;	/* "SLH2" */
+
+/* Version 1.5's header: magic, clean, CRC; zero blocks for ids never leased. */
+constexpr uint32 kLeaseHeaderMagicV15 = 0x534c4831;	/* "SLH1" */
+
+/*
+ * The tokens granted on timeline t > 1 lie in (t << 32, (t + 1) << 32]: a
+ * timeline has room for 2^32 grants (timeline 1, from token 1, for 2^33),
+ * and a grant past its range is refused.  Timelines stay below 2^31 in practice,
+ * so the ranges fit an int64.
+ */
+constexpr int kTokenTimelineShift = 32;
+static_assert(kTokenTimelineShift + 31 <= 63,
+			  "the token ranges of timelines below 2^31 fit an int64");
 
 struct LeaseEntry
 {
@@ -131,8 +208,10 @@ struct LeaseTable
 	uint64		last_change;	/* the largest change number applied */
 	pg_atomic_uint64 written_change;	/* in the file's page cache up to here */
 	uint64		synced_change;	/* fsynced up to here (under sync_lock) */
+	uint32		file_blocks;	/* blocks of the file, its header included */
+	char		boot_id[kBootIdSize];	/* the machine's boot, "" if unknown */
 	bool		settled;		/* the first change of this run is done */
-	bool		needs_bump;		/* not a clean start: settling moves not_after */
+	bool		needs_bump;		/* settling moves not_after (see above) */
 	LeaseEntry	entries[FLEXIBLE_ARRAY_MEMBER];
 };
 

@@ -1,0 +1,130 @@
+# A damaged $PGDATA/snowflake.lease_state stops the server at start, naming
+# the file, the block and the fix, instead of forgetting a lease (audit
+# 2026-11-27, L3):
+#   - a block of zeros (the audit's steps: two one-hour leases, a clean stop,
+#     the second lease's block zeroed), of a worker id leased or never
+#     leased;
+#   - a torn block (garbage in it: its checksum is wrong);
+#   - a header of zeros;
+# and a file of version 1.5 (its header, zeros for the worker ids never
+# leased) starts, keeps its leases, and is rewritten in the current format.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use SnowflakeLease;
+use SnowflakeLeaseFile;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('damage');
+$node->init;
+$node->append_conf('postgresql.conf', lease_node_settings(lease_workers => 2));
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+
+my $leases = q{SELECT worker_id, token, state, holder, not_before, not_after
+                 FROM snowflake_leases ORDER BY worker_id};
+my ($a_worker, $a_token) = split /\|/, $node->safe_psql('postgres',
+	q{SELECT worker_id, token FROM snowflake_lease_worker('A', interval '1 hour')});
+my ($b_worker, $b_token) = split /\|/, $node->safe_psql('postgres',
+	q{SELECT worker_id, token FROM snowflake_lease_worker('B', interval '1 hour')});
+is("$a_worker|$b_worker", '126|127', 'A and B lease worker ids 126 and 127');
+my $before = $node->safe_psql('postgres', $leases);
+$node->stop;
+
+my $file = lease_file($node);
+my $good = slurp_file($file);
+is(length($good), 128 * 512, 'the file has a block for each of the 128 worker ids');
+is(scalar(grep { lease_block($file, $_) eq "\0" x 512 } 1 .. 127),
+	0, 'and no block of zeros');
+
+sub restore_file
+{
+	open my $fh, '>:raw', $file or die "open $file: $!";
+	print $fh $good;
+	close $fh;
+}
+
+# Starts the damaged node: it must refuse, with this detail.
+sub refuses
+{
+	my ($damage, $detail) = @_;
+	my $offset = -s $node->logfile;
+	ok(!$node->start(fail_ok => 1), "$damage: the server refuses to start");
+	my $log = slurp_file($node->logfile, $offset);
+	like(
+		$log,
+		qr/FATAL:  file "\Q$file\E" does not hold a valid snowflake lease state\n.*DETAIL:  \Q$detail\E\n.*HINT:  Restore snowflake.lease_state from a backup of this data directory.  Otherwise, stop every application that holds a worker-id lease of this server, then remove the file: the server forgets every lease and its history, leases worker ids again from this run's generation floor, and numbers tokens from 1 again, so a holder still running would share its worker id with the next holder./,
+		"$damage: the log names the file, the block and the fix");
+	restore_file();
+}
+
+# The audit's steps: B's block zeroed.
+write_lease_block($file, $b_worker, "\0" x 512);
+refuses('a zeroed block of a lease',
+	"Block $b_worker, the lease state of worker id $b_worker, holds only zeros.");
+write_lease_block($file, 5, "\0" x 512);
+refuses('a zeroed block of a worker id never leased',
+	'Block 5, the lease state of worker id 5, holds only zeros.');
+# A torn write: the second half of A's block is another write's.
+write_lease_block($file, $a_worker, lease_block($file, $a_worker) =~ s/^(.{256}).*/$1 . ('x' x 256)/sre);
+refuses('a torn block',
+	"The checksum of block $a_worker, the lease state of worker id $a_worker, is wrong.");
+write_lease_block($file, 0, "\0" x 512);
+refuses('a zeroed header', 'Its header (block 0) holds only zeros.');
+write_lease_header($file, clean => 0);
+write_lease_block($file, 0, substr(lease_block($file, 0), 0, 16) . pack('q<', 1));
+refuses('a header whose checksum is wrong', 'The checksum of its header (block 0) is wrong.');
+
+$node->start;
+is($node->safe_psql('postgres', $leases), $before,
+	'the restored file has both leases back');
+$node->stop;
+
+# Version 1.5's format: its header, zero blocks for ids never leased.
+rewrite_as_v15($file, 1);
+is(scalar(grep { lease_block($file, $_) eq "\0" x 512 } 1 .. 127),
+	125, 'a file of version 1.5 has zeros for the 125 worker ids never leased');
+my $offset = -s $node->logfile;
+$node->start;
+is($node->safe_psql('postgres', $leases), $before,
+	'a file of version 1.5 starts, with every lease as it was');
+like(slurp_file($node->logfile, $offset),
+	qr/LOG:  rewrote file "\Q$file\E" of snowflake 1.5 in the current format/,
+	'and is rewritten in the current format');
+my $header = read_lease_header($file);
+is(sprintf('%x|%d|%d|%d', @$header{qw(magic crc_ok blocks last_token)}),
+	"534c4832|1|128|$b_token",
+	'the new header: its magic and checksum, 128 blocks, the largest token');
+is(scalar(grep { lease_block($file, $_) eq "\0" x 512 } 1 .. 127),
+	0, 'no block of zeros is left');
+is($node->safe_psql('postgres', qq{SELECT expires_at > now() FROM snowflake_renew_lease($b_token, NULL)}),
+	't', 'B renews its lease');
+$node->safe_psql('postgres', "SELECT snowflake_release_lease($a_token, NULL)");
+my $c_token = $node->safe_psql('postgres',
+	q{SELECT token FROM snowflake_lease_worker('C', interval '1 hour')});
+is($c_token, $b_token + 1, 'the next grant takes the next token');
+is(read_lease_header($file)->{last_token}, $c_token, 'which the header keeps');
+$node->restart;
+is($node->safe_psql('postgres', q{SELECT holder FROM snowflake_leases WHERE state = 'held' ORDER BY worker_id}),
+	"C\nB", 'after a restart in the new format the leases are still there');
+
+# The header's largest token is a lower bound the next start keeps.  A
+# timeline grants tokens up to (timeline + 1) << 32; timeline 1 up to 2^33.
+$node->safe_psql('postgres', "SELECT snowflake_release_lease($c_token, NULL)");
+$node->stop;
+write_lease_header($file, last_token => (2 << 32) - 1);
+$node->start;
+my $last = $node->safe_psql('postgres',
+	q{SELECT token FROM snowflake_lease_worker('last', interval '1 hour')});
+is($last, 2 << 32, 'the header\'s largest token counts: the next grant is timeline 1\'s last');
+$node->safe_psql('postgres', "SELECT snowflake_release_lease($last, NULL)");
+my ($ret, $out, $err) = $node->psql('postgres',
+	"\\set VERBOSITY verbose\nSELECT * FROM snowflake_lease_worker('one too many', interval '1 hour')");
+like($err,
+	qr/ERROR:  54000: snowflake lease tokens of timeline 1 are used up\nDETAIL:  A lease granted on timeline 1 takes a token of at most 8589934592, so that the tokens of a standby promoted later lie above it.\nHINT:  Promote a standby, or recover the server to a new timeline: its grants take tokens above./,
+	'a grant beyond is refused, with SQLSTATE 54000');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM snowflake_leases WHERE holder = 'one too many'}),
+	'0', 'and grants nothing');
+
+done_testing();

@@ -1,0 +1,171 @@
+# Leases across crashes of PostgreSQL alone, and of the machine (audit
+# 2026-11-27, N2).  Renewals and a holder's releases are written into
+# $PGDATA/snowflake.lease_state but not fsynced; a crash of PostgreSQL alone
+# loses none of them (the kernel's page cache outlives the processes), so
+# after it the leases are exactly as they were:
+#   - a backend killed with SIGKILL, the postmaster reinitializing itself
+#     (restart_after_crash = on);
+#   - a backend killed with SIGKILL, the postmaster exiting, and a start;
+#   - an immediate stop and a start;
+# each time a lease that had expired before the crash stays expired (its
+# worker id is leased again above its window), and a lease still running
+# keeps its not_after.  A crash of the machine (simulated: another boot id
+# recorded in the header) may have lost renewals: the first change after
+# it settles, moving every lease not released a window past that moment,
+# even after a further crash before that change; so does a backup restored
+# on the same machine.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use SnowflakeLease;
+use SnowflakeLeaseFile;
+use SnowflakeTest;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('crashes');
+$node->init(allows_streaming => 1);
+$node->append_conf('postgresql.conf', lease_node_settings(lease_workers => 3));
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+
+my $long_token = $node->safe_psql('postgres',
+	q{SELECT token FROM snowflake_lease_worker('long', interval '1 hour')});
+
+sub lease_row
+{
+	my ($token) = @_;
+	return $node->safe_psql('postgres', qq{
+SELECT worker_id, state, (extract(epoch FROM not_after) * 1000)::bigint
+  FROM snowflake_leases WHERE token = $token});
+}
+
+# A one-second lease, left to expire, and a spare lease of the third worker
+# id, whose release is the first change after the crash.  Returns both tokens.
+sub expired_lease
+{
+	my ($holder) = @_;
+	my $token = $node->safe_psql('postgres',
+		qq{SELECT token FROM snowflake_lease_worker('$holder', interval '1 second')});
+	my $spare = $node->safe_psql('postgres',
+		q{SELECT token FROM snowflake_lease_worker('spare', interval '1 hour')});
+	SnowflakeTest::wait_until(sub { (split /\|/, lease_row($token))[1] eq 'expired' },
+		"lease $holder to expire");
+	return ($token, $spare);
+}
+
+# Kills a backend with SIGKILL; the postmaster then restarts all processes
+# or exits, as restart_after_crash says.
+sub kill_backend
+{
+	my $victim = $node->background_psql('postgres');
+	my $pid = $victim->query_safe('SELECT pg_backend_pid()');
+	kill 'KILL', $pid;
+	eval { $victim->quit };
+}
+
+# After each crash: the first change (the spare lease's release) must
+# settle nothing.
+sub unchanged_after
+{
+	my ($crash, $expired_token, $spare, $expired_before, $long_before) = @_;
+	my ($expired_worker, undef, $expired_not_after) = split /\|/, $expired_before;
+	$node->safe_psql('postgres', "SELECT snowflake_release_lease($spare, NULL)");
+	is(lease_row($expired_token), $expired_before,
+		"$crash: the lease that had expired is still expired, with its not_after");
+	is(lease_row($long_token), $long_before,
+		"$crash: the running lease is held, with the same not_after");
+	# The expired lease's worker id, freed before the spare one, goes next,
+	# above its window.
+	my ($worker, $not_before) = split /\|/, $node->safe_psql(
+		'postgres', q{
+SELECT worker_id, (extract(epoch FROM not_before) * 1000)::bigint
+  FROM snowflake_lease_worker('next', interval '1 minute')});
+	ok( $worker == $expired_worker && $not_before >= $expired_not_after - 1,
+		"$crash: its worker id is leased again above its window ($worker, $not_before >= $expired_not_after - 1)"
+	);
+	$node->safe_psql('postgres',
+		q{SELECT snowflake_release_lease(token, NULL) FROM snowflake_leases
+		   WHERE holder = 'next' AND state = 'held'});
+}
+
+# 1. A backend killed, the postmaster reinitializing itself.
+$node->append_conf('postgresql.conf', 'restart_after_crash = on');
+$node->restart;
+my ($expired, $spare) = expired_lease('expired 1');
+my ($expired_before, $long_before) = (lease_row($expired), lease_row($long_token));
+my $offset = -s $node->logfile;
+kill_backend();
+$node->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
+$node->poll_query_until('postgres', 'SELECT true')
+  or die 'the server did not come back after its crash';
+unchanged_after('a crash restart of the postmaster', $expired, $spare, $expired_before, $long_before);
+
+# 2. A backend killed, the postmaster exiting (restart_after_crash = off),
+# and a start.
+$node->append_conf('postgresql.conf', 'restart_after_crash = off');
+$node->restart;
+($expired, $spare) = expired_lease('expired 2');
+($expired_before, $long_before) = (lease_row($expired), lease_row($long_token));
+$offset = -s $node->logfile;
+kill_backend();
+$node->wait_for_log(qr/database system is shut down/, $offset);
+$node->stop('immediate', fail_ok => 1);
+is(read_lease_header(lease_file($node))->{clean}, 0,
+	'the crash left the lease file not cleanly shut down');
+$node->start;
+unchanged_after('a crash and a start', $expired, $spare, $expired_before, $long_before);
+
+# 3. An immediate stop and a start.
+($expired, $spare) = expired_lease('expired 3');
+($expired_before, $long_before) = (lease_row($expired), lease_row($long_token));
+$node->stop('immediate');
+$node->start;
+unchanged_after('an immediate stop and a start', $expired, $spare, $expired_before, $long_before);
+
+# 4. A crash of the machine: the same crash, and a header recording another
+# boot of the machine, as after a reboot.  The first change settles.
+($expired, $spare) = expired_lease('expired 4');
+$offset = -s $node->logfile;
+my $before_kill_ms = $node->safe_psql('postgres',
+	q{SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint});
+kill_backend();
+$node->wait_for_log(qr/database system is shut down/, $offset);
+$node->stop('immediate', fail_ok => 1);
+my $file = lease_file($node);
+my $header = read_lease_header($file);
+like($header->{boot_id}, qr/^[0-9a-f-]{36}$/, 'the header records the boot id');
+write_lease_header($file, boot_id => '00000000-0000-0000-0000-000000000000');
+$node->start;
+is(read_lease_header($file)->{settle}, 1,
+	'after a crash in another boot, the header says a settle is pending');
+# A crash before the first change leaves the settle due.
+$offset = -s $node->logfile;
+kill_backend();
+$node->wait_for_log(qr/database system is shut down/, $offset);
+$node->stop('immediate', fail_ok => 1);
+$node->start;
+is(read_lease_header($file)->{settle}, 1, 'a crash before the first change leaves it pending');
+$node->safe_psql('postgres', "SELECT snowflake_release_lease($spare, NULL)");
+my (undef, $state, $not_after) = split /\|/, lease_row($expired);
+ok($state eq 'held' && $not_after >= $before_kill_ms + 1000,
+	"then the first change moves every lease not released a window past the crash ($state, $not_after)");
+($state, $not_after) = (split /\|/, lease_row($long_token))[1, 2];
+ok($state eq 'held' && $not_after >= $before_kill_ms + 3_600_000,
+	'the running lease too');
+is(read_lease_header($file)->{settle}, 0, 'and the header says the settle is done');
+
+# 5. A backup restored on the same machine (pg_basebackup, with its
+# backup_label) may lack the renewals made after it: it settles too.
+SnowflakeTest::wait_until(sub { (split /\|/, lease_row($expired))[1] eq 'expired' },
+	'the settled lease to expire again');
+$node->backup('copy');
+$node->stop;
+my $restored = PostgreSQL::Test::Cluster->new('restored');
+$restored->init_from_backup($node, 'copy');
+$restored->start;
+$restored->safe_psql('postgres', "SELECT snowflake_renew_lease($long_token, NULL)");
+is($restored->safe_psql('postgres', "SELECT state FROM snowflake_leases WHERE token = $expired"),
+	'held', 'a backup restored on the same machine settles at its first change');
+
+done_testing();
