@@ -33,6 +33,7 @@ extern "C"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
+#include "utils/reltrigger.h"
 #include "utils/snapmgr.h"
 }
 
@@ -199,6 +200,30 @@ GetShapeValues(TupleTableSlot *slot, const ExtensionTable *table, Datum *values)
 	}
 }
 
+/*
+ * Callers write with the table owner's rights, but a deferred trigger
+ * fires at commit with whoever commits then (the caller of
+ * snowflake_nextval(), or the registry worker's superuser), so a table
+ * with a deferrable trigger is not written at all.
+ */
+void
+RefuseDeferrableTriggers(Relation rel)
+{
+	const TriggerDesc *triggers = rel->trigdesc;
+
+	for (int i = 0; triggers != nullptr && i < triggers->numtriggers; i++)
+		if (triggers->triggers[i].tgdeferrable)
+			ereport(
+				ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" of the snowflake extension has a deferrable trigger, "
+						"\"%s\"",
+						RelationGetRelationName(rel), triggers->triggers[i].tgname),
+				 errdetail("The extension writes the table with its owner's rights; a "
+						   "deferred trigger would fire at commit with other rights."),
+				 errhint("Drop the trigger, or re-create it not deferrable.")));
+}
+
 } /* namespace */
 
 Oid
@@ -278,6 +303,9 @@ void
 BeginExtensionTableWrite(const ExtensionTable *table, ExtensionTableWrite *write)
 {
 	Relation rel = table->rel;
+
+	RefuseDeferrableTriggers(rel);
+
 	EState *estate = CreateExecutorState();
 	RangeTblEntry *rte = makeNode(RangeTblEntry);
 

@@ -104,8 +104,10 @@ void EndExtensionTableScan(ExtensionTableScan *scan);
 /*
  * Writes as an INSERT or DELETE statement would, in the current
  * transaction and with the current user's identity for triggers (nobody's
- * privileges are checked: callers decide who may write).  The caller holds
- * RowExclusiveLock on the table, and an active snapshot.
+ * privileges are checked: callers decide who may write).  ERROR if the
+ * table has a deferrable trigger, which would fire at commit as whoever
+ * commits.  The caller holds RowExclusiveLock on the table, and an active
+ * snapshot.
  */
 void BeginExtensionTableWrite(const ExtensionTable *table, ExtensionTableWrite *write);
 void InsertExtensionTableRow(ExtensionTableWrite *write, const Datum *values);

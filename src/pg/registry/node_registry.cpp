@@ -294,9 +294,10 @@ SetRegistryProblem(SharedState *state, const char *problem)
  * snowflake_nodes, under SECURITY_RESTRICTED_OPERATION, as VACUUM runs as
  * a table's owner: a trigger or constraint on the table runs with no more
  * rights than its owner has anyway.  Only finding and opening the table,
- * catalog reads by OID that resolve no name, run as the superuser.  The
- * transaction commits before the identity is restored, so that deferred
- * triggers fire as the owner too; an error's abort restores it.
+ * catalog reads by OID that resolve no name, run as the superuser.  No
+ * trigger fires at commit: a table with a deferrable one is not written
+ * (see extension_table.hpp), and the transaction commits before the
+ * identity is restored anyway.  An error's abort restores it.
  */
 bool
 RunRound(SharedState *state)
