@@ -1,32 +1,36 @@
 /*
  * layout_registry.cpp
- *	  Reading and extending the snowflake_layout table through SPI.
+ *	  Reading and extending the snowflake_layout table.
+ *
+ * The table is found by the extension's membership and read and written by
+ * OID through the access methods (pg/extension_table.hpp): recording runs
+ * as the table's owner, and no SQL text or schema name takes part, so no
+ * renamed schema can hand it another table.
  *
  * The history is cached per backend and reloaded once per transaction, so
- * snowflake_decode() costs one small query per transaction, not per row.
- * No C++ object with a destructor lives in these frames: SPI reports errors
- * by longjmp.
+ * snowflake_decode() costs one small scan per transaction, not per row.
+ * No C++ object with a destructor lives in these frames: the server reports
+ * errors by longjmp.
  */
 extern "C"
 {
 #include "postgres.h"
 
-#include "access/htup_details.h"	/* GETSTRUCT */
-#include "access/xact.h"		/* transaction callbacks */
+#include "access/xact.h"        /* transaction callbacks, XactReadOnly */
 #include "access/xlog.h"		/* RecoveryInProgress */
-#include "catalog/pg_proc.h"
+#include "catalog/dependency.h" /* getExtensionOfObject */
+#include "catalog/pg_proc.h"    /* ProcedureRelationId */
 #include "catalog/pg_type.h"	/* type OIDs */
 #include "commands/dbcommands.h"	/* get_database_name */
-#include "executor/spi.h"
 #include "miscadmin.h"		/* user id and security context */
 #include "storage/proc.h"		/* MyProc, for the local transaction id */
-#include "utils/builtins.h"	/* quote_identifier */
+#include "utils/acl.h"
 #include "utils/guc.h"
-#include "utils/lsyscache.h"
-#include "utils/syscache.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 }
 
+#include "pg/extension_table.hpp"
 #include "pg/layout/layout_registry.hpp"
 #include "pg/reservation/reservation.hpp"
 #include "pg/settings.hpp"
@@ -37,6 +41,27 @@ namespace {
 
 /* A row of snowflake_layout: IDs from first_id on use the layout. */
 using HistoryEntry = snowflake::LayoutSegment;
+
+/* snowflake_layout as the extension's script created it. */
+enum LayoutColumn
+{
+	kFirstId,
+	kRecordedAt,
+	kEpoch,
+	kNodeBits,
+	kWorkerBits,
+	kSequenceBits,
+	kLayoutColumnCount,
+};
+
+const ExtensionColumn kLayoutColumns[kLayoutColumnCount] = {
+	{"first_id", INT8OID},  {"recorded_at", TIMESTAMPTZOID}, {"epoch", TIMESTAMPTZOID},
+	{"node_bits", INT4OID}, {"worker_bits", INT4OID},        {"sequence_bits", INT4OID},
+};
+
+/* The primary key is (first_id, recorded_at). */
+const ExtensionTableShape kLayoutShape = {"snowflake_layout", kLayoutColumns,
+										  kLayoutColumnCount, 2};
 
 /* Where the running layout stands against the recorded history. */
 enum class Standing
@@ -69,10 +94,10 @@ CurrentLocalTransactionId(void)
 }
 
 /*
- * Runs what follows under search_path = pg_catalog, pg_temp, so that no
- * object another role created can take part in these statements, whoever
- * calls them.  AtEOXact_GUC(true, level), or the transaction's abort,
- * restores the caller's path.
+ * Runs what follows under search_path = pg_catalog, pg_temp, so that a
+ * trigger or constraint function of the table's owner, running as that
+ * owner, does not resolve names in the caller's path.  AtEOXact_GUC(true,
+ * level), or the transaction's abort, restores the caller's path.
  */
 int
 PinSearchPath(void)
@@ -84,13 +109,21 @@ PinSearchPath(void)
 	return level;
 }
 
-/* The extension's table, schema-qualified through one of its functions. */
-char *
-LayoutTableName(Oid fn_oid)
+/*
+ * Opens snowflake_layout of the extension that the function "fn_oid"
+ * belongs to, by OID (see pg/extension_table.hpp).
+ */
+void
+OpenLayoutTable(Oid fn_oid, LOCKMODE lockmode, ExtensionTable *table)
 {
-	char	   *schema = get_namespace_name(get_func_namespace(fn_oid));
+	Oid extension = getExtensionOfObject(ProcedureRelationId, fn_oid);
 
-	return psprintf("%s.snowflake_layout", quote_identifier(schema));
+	if (!OpenExtensionTable(extension, &kLayoutShape, lockmode, table))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("the snowflake extension has no table snowflake_layout in database "
+						"\"%s\"",
+						get_database_name(MyDatabaseId))));
 }
 
 /*
@@ -174,6 +207,48 @@ OnSubtransactionEnd(SubXactEvent event, SubTransactionId mySubid,
 		WithdrawIfRecorded();
 }
 
+/*
+ * Adds a row to the history being loaded, kept in first_id order, one
+ * entry per first_id: the one recorded first (as SELECT DISTINCT ON
+ * (first_id) ... ORDER BY first_id, recorded_at would keep).
+ */
+void
+AddHistoryRow(const Datum *row, TimestampTz *recorded_at, int *len)
+{
+	int64 first_id = DatumGetInt64(row[kFirstId]);
+	TimestampTz at = DatumGetTimestampTz(row[kRecordedAt]);
+	int i = 0;
+
+	while (i < *len && history[i].first_id < first_id)
+		i++;
+	if (i < *len && history[i].first_id == first_id)
+	{
+		if (recorded_at[i] <= at)
+			return;
+	}
+	else
+	{
+		if (*len == kMaxHistory)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("snowflake_layout holds more than %d layouts", kMaxHistory)));
+		memmove(&history[i + 1], &history[i], (*len - i) * sizeof(history[0]));
+		memmove(&recorded_at[i + 1], &recorded_at[i], (*len - i) * sizeof(recorded_at[0]));
+		(*len)++;
+	}
+	history[i].first_id = first_id;
+	history[i].layout.epoch_ms = TimestampTzToUnixMs(DatumGetTimestampTz(row[kEpoch]));
+	history[i].layout.node_bits = DatumGetInt32(row[kNodeBits]);
+	history[i].layout.worker_bits = DatumGetInt32(row[kWorkerBits]);
+	history[i].layout.sequence_bits = DatumGetInt32(row[kSequenceBits]);
+	recorded_at[i] = at;
+}
+
+/*
+ * Reads the history as the caller, who needs SELECT on the table as for a
+ * query; row-level security does not apply (only the table's owner could
+ * enable it).
+ */
 void
 LoadHistory(Oid fn_oid)
 {
@@ -182,100 +257,92 @@ LoadHistory(Oid fn_oid)
 	if (history_lxid == CurrentLocalTransactionId())
 		return;
 
-	/*
-	 * The epoch comes back as a timestamptz and is converted here: no
-	 * operator takes part, and the path is pinned, so the history this
-	 * decides on is the table's, whatever the caller's search_path holds.
-	 */
-	int			guc_level = PinSearchPath();
+	ExtensionTable table;
+	ExtensionTableScan scan;
+	Datum row[kLayoutColumnCount];
+	TimestampTz recorded_at[kMaxHistory];
+	int len = 0;
 
-	SPI_connect();
-	char	   *query = psprintf("SELECT DISTINCT ON (first_id) first_id, epoch, "
-								 "node_bits, worker_bits, sequence_bits "
-								 "FROM %s ORDER BY first_id, recorded_at",
-								 LayoutTableName(fn_oid));
+	OpenLayoutTable(fn_oid, AccessShareLock, &table);
 
-	if (SPI_execute(query, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the snowflake layout history");
-	if (SPI_processed > kMaxHistory)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("snowflake_layout holds more than %d layouts", kMaxHistory)));
+	AclResult acl = pg_class_aclcheck(RelationGetRelid(table.rel), GetUserId(), ACL_SELECT);
 
-	for (uint64 row = 0; row < SPI_processed; row++)
-	{
-		HeapTuple	tuple = SPI_tuptable->vals[row];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		HistoryEntry *entry = &history[row];
+	if (acl != ACLCHECK_OK)
+		aclcheck_error(acl, OBJECT_TABLE, RelationGetRelationName(table.rel));
 
-		entry->first_id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
-		entry->layout.epoch_ms = TimestampTzToUnixMs(
-			DatumGetTimestampTz(SPI_getbinval(tuple, desc, 2, &isnull)));
-		entry->layout.node_bits = DatumGetInt32(SPI_getbinval(tuple, desc, 3, &isnull));
-		entry->layout.worker_bits = DatumGetInt32(SPI_getbinval(tuple, desc, 4, &isnull));
-		entry->layout.sequence_bits = DatumGetInt32(SPI_getbinval(tuple, desc, 5, &isnull));
-	}
-	history_len = static_cast<int>(SPI_processed);
-	SPI_finish();
-	AtEOXact_GUC(true, guc_level);
+	BeginExtensionTableScan(&table,
+							ActiveSnapshotSet() ? GetActiveSnapshot() :
+												  GetTransactionSnapshot(),
+							&scan);
+	while (NextExtensionTableRow(&scan, row))
+		AddHistoryRow(row, recorded_at, &len);
+	EndExtensionTableScan(&scan);
+	CloseExtensionTable(&table);
+	history_len = len;
 
 	standing = JudgeRunningLayout(state);
 	history_lxid = CurrentLocalTransactionId();
 }
 
 /*
- * The owner of the extension's functions, who also owns snowflake_layout.
- * Recording runs as that role, so any user's first snowflake_nextval() can
- * record a layout without holding INSERT on the table.
+ * Writing the table needs a read-write transaction, as a sequence's
+ * nextval() does; a hot standby never gets here (snowflake_nextval()
+ * refuses during recovery first), and recovery makes every transaction
+ * read-only anyway.
  */
-Oid
-ExtensionOwner(Oid fn_oid)
+void
+RefuseIfReadOnly(void)
 {
-	HeapTuple	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn_oid));
-
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for function %u", fn_oid);
-
-	Oid			owner = reinterpret_cast<Form_pg_proc>(GETSTRUCT(tuple))->proowner;
-
-	ReleaseSysCache(tuple);
-	return owner;
+	if (XactReadOnly)
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot execute snowflake_nextval() in a read-only transaction"),
+				 errdetail("The server's snowflake layout is not yet recorded in database "
+						   "\"%s\", and recording it writes to snowflake_layout.",
+						   get_database_name(MyDatabaseId)),
+				 errhint(
+					 "Call snowflake_nextval() once in a read-write transaction after a "
+					 "layout change.")));
 }
 
+/*
+ * Records the running layout as the owner of snowflake_layout, so any
+ * user's first snowflake_nextval() can record a layout without holding
+ * INSERT on the table, and under SECURITY_RESTRICTED_OPERATION.
+ */
 void
 RecordRunningLayout(Oid fn_oid, int64 first_id)
 {
 	const snowflake::Layout &running = g_settings.layout;
-	Oid			types[5] = {INT8OID, TIMESTAMPTZOID, INT4OID, INT4OID, INT4OID};
-	Datum		values[5];
-
-	values[0] = Int64GetDatum(first_id);
-	values[1] = TimestampTzGetDatum(UnixMsToTimestampTz(running.epoch_ms));
-	values[2] = Int32GetDatum(running.node_bits);
-	values[3] = Int32GetDatum(running.worker_bits);
-	values[4] = Int32GetDatum(running.sequence_bits);
-
+	ExtensionTable table;
+	ExtensionTableWrite write;
+	Datum row[kLayoutColumnCount];
 	Oid			saved_user;
 	int			saved_context;
 
+	RefuseIfReadOnly();
+	row[kFirstId] = Int64GetDatum(first_id);
+	row[kRecordedAt] = TimestampTzGetDatum(
+		GetCurrentTransactionStartTimestamp()); /* now() */
+	row[kEpoch] = TimestampTzGetDatum(UnixMsToTimestampTz(running.epoch_ms));
+	row[kNodeBits] = Int32GetDatum(running.node_bits);
+	row[kWorkerBits] = Int32GetDatum(running.worker_bits);
+	row[kSequenceBits] = Int32GetDatum(running.sequence_bits);
+
+	OpenLayoutTable(fn_oid, RowExclusiveLock, &table);
 	GetUserIdAndSecContext(&saved_user, &saved_context);
-	SetUserIdAndSecContext(ExtensionOwner(fn_oid),
+	SetUserIdAndSecContext(table.rel->rd_rel->relowner,
 						   saved_context | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
+							   SECURITY_RESTRICTED_OPERATION);
 
 	int			guc_level = PinSearchPath();
 
-	SPI_connect();
-	char	   *query = psprintf("INSERT INTO %s (first_id, epoch, node_bits, worker_bits, "
-								 "sequence_bits) VALUES ($1, $2, $3, $4, $5)",
-								 LayoutTableName(fn_oid));
-
-	if (SPI_execute_with_args(query, 5, types, values, nullptr, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not record the snowflake layout");
-	SPI_finish();
+	BeginExtensionTableWrite(&table, &write);
+	InsertExtensionTableRow(&write, row);
+	EndExtensionTableWrite(&write);
 	AtEOXact_GUC(true, guc_level);
 	SetUserIdAndSecContext(saved_user, saved_context);
+	CloseExtensionTable(&table);
 
 	history[history_len].first_id = first_id;
 	history[history_len].layout = running;

@@ -24,7 +24,6 @@ extern "C"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"	/* GetDefaultOpClass */
-#include "commands/extension.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
@@ -32,6 +31,7 @@ extern "C"
 #include "utils/syscache.h"
 }
 
+#include "pg/extension_table.hpp"
 #include "pg/planner/extension_functions.hpp"
 
 namespace {
@@ -98,7 +98,7 @@ MemberFunction(Oid extension, Oid schema, const char *name, Oid arg0, Oid arg1, 
 bool
 LookUp(ExtensionFunctions *out)
 {
-	Oid			extension = get_extension_oid("snowflake", true);
+	Oid extension = SnowflakeExtensionOid();
 
 	if (!OidIsValid(extension))
 		return false;

@@ -6,6 +6,10 @@
  * Each round runs in its own transaction.  An error in a round (say, the
  * extension was dropped) is logged and the next round starts afresh; the
  * worker itself keeps no state across rounds but the beat counts it saw.
+ *
+ * The worker parses no SQL: it finds snowflake_nodes by the extension's
+ * membership and touches it by OID (pg/extension_table.hpp), so renaming
+ * schemas cannot hand it another table.
  */
 extern "C"
 {
@@ -14,7 +18,6 @@ extern "C"
 #include "access/xact.h"
 #include "access/xlog.h"		/* GetSystemIdentifier, GetWALInsertionTimeLine */
 #include "catalog/pg_type.h"	/* type OIDs */
-#include "executor/spi.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "postmaster/bgworker.h"
@@ -23,10 +26,10 @@ extern "C"
 #include "storage/latch.h"
 #include "storage/spin.h"
 #include "tcop/tcopprot.h"	/* die */
+#include "tcop/utility.h"   /* PreventCommandIfReadOnly */
 #include "utils/backend_status.h"	/* pgstat_report_appname */
-#include "utils/builtins.h"	/* quote_identifier, pg_strtoint64, text datums */
+#include "utils/builtins.h"         /* text datums */
 #include "utils/guc.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -37,6 +40,7 @@ extern "C"
 #include <unistd.h>
 
 #include "pg/clock.hpp"
+#include "pg/extension_table.hpp"
 #include "pg/registry/node_registry.hpp"
 #include "pg/settings.hpp"
 #include "pg/timestamps.hpp"
@@ -65,69 +69,75 @@ constexpr int kRunningWindowIntervals = 3;
 PeerBeat	peers[kMaxPeers];
 int			peer_count = 0;
 
-/*
- * The schema of the extension in this database, quoted; NULL if the
- * extension, or its registry table (version 1.2 on), is absent.  Only the
- * lookup of the extension's schema is SQL; the rest reads the caches.
- */
-const char *
-ExtensionSchema(void)
+/* snowflake_nodes as the extension's script created it (1.2 on). */
+enum NodeColumn
 {
-	bool		isnull;
-	int			ret = SPI_execute("SELECT e.extnamespace FROM pg_catalog.pg_extension AS e "
-								  "WHERE e.extname OPERATOR(pg_catalog.=) 'snowflake'",
-								  true, 1);
+	kNodeId,
+	kInstanceId,
+	kSystemIdentifier,
+	kTimeline,
+	kHost,
+	kPort,
+	kDataDirectory,
+	kStartedAt,
+	kLastSeen,
+	kBeats,
+	kNodeColumnCount,
+};
 
-	if (ret != SPI_OK_SELECT || SPI_processed == 0)
-		return nullptr;
+const ExtensionColumn kNodeColumns[kNodeColumnCount] = {
+	{"node_id", INT4OID},
+	{"instance_id", UUIDOID},
+	{"system_identifier", TEXTOID},
+	{"timeline", INT4OID},
+	{"host", TEXTOID},
+	{"port", INT4OID},
+	{"data_directory", TEXTOID},
+	{"started_at", TIMESTAMPTZOID},
+	{"last_seen", TIMESTAMPTZOID},
+	{"beats", INT8OID},
+};
 
-	Oid			schema = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-														SPI_tuptable->tupdesc, 1, &isnull));
+/* The primary key is (node_id, instance_id). */
+const ExtensionTableShape kNodesShape = {"snowflake_nodes", kNodeColumns, kNodeColumnCount,
+										 2};
 
-	if (isnull || !OidIsValid(get_relname_relid("snowflake_nodes", schema)))
-		return nullptr;
-	return quote_identifier(get_namespace_name(schema));
-}
-
-/* Rewrites this instance's row, adding one beat. */
+/*
+ * Rewrites this instance's row, adding one beat.  Delete and insert, not
+ * update: replication applies an INSERT even on a peer that missed the row
+ * (say, it was written before the peer subscribed), where an UPDATE would
+ * be skipped as a conflict forever.
+ */
 void
-Heartbeat(SharedState *state, const char *schema)
+Heartbeat(SharedState *state, const ExtensionTable *nodes)
 {
 	char		host[256];
-	Oid			types[8] = {INT4OID, UUIDOID, TEXTOID, INT4OID, TEXTOID, INT4OID,
-							TEXTOID, TIMESTAMPTZOID};
-	Datum		values[8];
+	Datum row[kNodeColumnCount];
+	Datum previous[kNodeColumnCount];
+	int64 beats = 0;
+	ExtensionTableWrite write;
 
 	if (gethostname(host, sizeof(host)) != 0)
 		strlcpy(host, "unknown", sizeof(host));
 	host[sizeof(host) - 1] = '\0';
-	values[0] = Int32GetDatum(g_settings.node_id);
-	values[1] = UUIDPGetDatum(&state->instance_id);
-	values[2] = CStringGetTextDatum(psprintf(UINT64_FORMAT, GetSystemIdentifier()));
-	values[3] = Int32GetDatum(static_cast<int32>(GetWALInsertionTimeLine()));
-	values[4] = CStringGetTextDatum(host);
-	values[5] = Int32GetDatum(PostPortNumber);
-	values[6] = CStringGetTextDatum(DataDir);
-	values[7] = TimestampTzGetDatum(UnixMsToTimestampTz(state->started_unix_ms));
+	row[kNodeId] = Int32GetDatum(g_settings.node_id);
+	row[kInstanceId] = UUIDPGetDatum(&state->instance_id);
 
-	/*
-	 * Delete and insert, not update: replication applies an INSERT even on
-	 * a peer that missed the row (say, it was written before the peer
-	 * subscribed), where an UPDATE would be skipped as a conflict forever.
-	 * Every function and operator is qualified (see RunRound).
-	 */
-	char	   *sql = psprintf(
-		"WITH previous AS (DELETE FROM %1$s.snowflake_nodes "
-		"WHERE node_id OPERATOR(pg_catalog.=) $1 "
-		"AND instance_id OPERATOR(pg_catalog.=) $2 RETURNING beats) "
-		"INSERT INTO %1$s.snowflake_nodes (node_id, instance_id, system_identifier, "
-		"timeline, host, port, data_directory, started_at, last_seen, beats) "
-		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, pg_catalog.now(), "
-		"COALESCE((SELECT pg_catalog.max(beats) FROM previous), 0) "
-		"OPERATOR(pg_catalog.+) 1)", schema);
+	BeginExtensionTableWrite(nodes, &write);
+	while (DeleteExtensionTableRowByKey(&write, row, previous))
+		beats = Max(beats, DatumGetInt64(previous[kBeats]));
 
-	if (SPI_execute_with_args(sql, 8, types, values, nullptr, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not record this instance in snowflake_nodes");
+	row[kSystemIdentifier] = CStringGetTextDatum(
+		psprintf(UINT64_FORMAT, GetSystemIdentifier()));
+	row[kTimeline] = Int32GetDatum(static_cast<int32>(GetWALInsertionTimeLine()));
+	row[kHost] = CStringGetTextDatum(host);
+	row[kPort] = Int32GetDatum(PostPortNumber);
+	row[kDataDirectory] = CStringGetTextDatum(DataDir);
+	row[kStartedAt] = TimestampTzGetDatum(UnixMsToTimestampTz(state->started_unix_ms));
+	row[kLastSeen] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()); /* now() */
+	row[kBeats] = Int64GetDatum(beats + 1);
+	InsertExtensionTableRow(&write, row);
+	EndExtensionTableWrite(&write);
 }
 
 PeerBeat *
@@ -145,30 +155,25 @@ FindPeer(const char *instance_id)
  * next call.
  */
 const PeerBeat *
-FindRunningPeer(SharedState *state, const char *schema)
+FindRunningPeer(SharedState *state, const ExtensionTable *nodes)
 {
-	Oid			types[2] = {INT4OID, UUIDOID};
-	Datum		values[2] = {Int32GetDatum(g_settings.node_id),
-							 UUIDPGetDatum(&state->instance_id)};
-	char	   *sql = psprintf("SELECT instance_id::pg_catalog.text, beats, host, port, timeline, "
-							   "system_identifier FROM %s.snowflake_nodes "
-							   "WHERE node_id OPERATOR(pg_catalog.=) $1 "
-							   "AND instance_id OPERATOR(pg_catalog.<>) $2",
-							   schema);
 	int64		now_us = NowMonotonicUs();
 	int64		window_us = int64{kRunningWindowIntervals} * g_settings.registry_interval_ms * 1000;
-
-	if (SPI_execute_with_args(sql, 2, types, values, nullptr, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read snowflake_nodes");
+	ExtensionTableScan scan;
+	Datum row[kNodeColumnCount];
 
 	for (int i = 0; i < peer_count; i++)
 		peers[i].seen = false;
-	for (uint64 row = 0; row < SPI_processed; row++)
+	BeginExtensionTableScan(nodes, GetActiveSnapshot(), &scan);
+	while (NextExtensionTableRow(&scan, row))
 	{
-		HeapTuple	tuple = SPI_tuptable->vals[row];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		char	   *instance_id = SPI_getvalue(tuple, desc, 1);
-		int64		beats = pg_strtoint64(SPI_getvalue(tuple, desc, 2));
+		if (DatumGetInt32(row[kNodeId]) != g_settings.node_id ||
+			memcmp(DatumGetUUIDP(row[kInstanceId]), &state->instance_id, UUID_LEN) == 0)
+			continue;
+
+		char *instance_id = DatumGetCString(
+			DirectFunctionCall1(uuid_out, row[kInstanceId]));
+		int64 beats = DatumGetInt64(row[kBeats]);
 		PeerBeat   *peer = FindPeer(instance_id);
 
 		if (peer == nullptr)
@@ -187,11 +192,13 @@ FindRunningPeer(SharedState *state, const char *schema)
 			peer->advanced_at_us = now_us;
 		}
 		snprintf(peer->description, sizeof(peer->description),
-				 "instance %s on host %s port %s (timeline %s, system %s)",
-				 instance_id, SPI_getvalue(tuple, desc, 3), SPI_getvalue(tuple, desc, 4),
-				 SPI_getvalue(tuple, desc, 5), SPI_getvalue(tuple, desc, 6));
+				 "instance %s on host %s port %d (timeline %d, system %s)", instance_id,
+				 TextDatumGetCString(row[kHost]), DatumGetInt32(row[kPort]),
+				 DatumGetInt32(row[kTimeline]),
+				 TextDatumGetCString(row[kSystemIdentifier]));
 		peer->seen = true;
 	}
+	EndExtensionTableScan(&scan);
 
 	/* Forget rows that are gone, so the table may be cleaned up. */
 	int			running = -1;
@@ -281,36 +288,62 @@ SetRegistryProblem(SharedState *state, const char *problem)
 /*
  * One round in its own transaction.  Returns false if the registry table
  * does not exist in this database.
+ *
+ * The worker connected as the bootstrap superuser (a background worker
+ * needs a role to connect as), but the round runs as the owner of
+ * snowflake_nodes, under SECURITY_RESTRICTED_OPERATION, as VACUUM runs as
+ * a table's owner: a trigger or constraint on the table runs with no more
+ * rights than its owner has anyway.  Only finding and opening the table,
+ * catalog reads by OID that resolve no name, run as the superuser.  No
+ * trigger fires at commit: a table with a deferrable one is not written
+ * (see extension_table.hpp), and the transaction commits before the
+ * identity is restored anyway.  An error's abort restores it.
  */
 bool
 RunRound(SharedState *state)
 {
+	ExtensionTable nodes;
+	Oid saved_user;
+	int saved_context;
+
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
-
-	const char *schema = ExtensionSchema();
-
-	if (schema != nullptr)
+	if (!OpenExtensionTable(SnowflakeExtensionOid(), &kNodesShape, RowExclusiveLock,
+							&nodes))
 	{
-		Heartbeat(state, schema);
-		CommandCounterIncrement();
-		PublishFinding(state, FindRunningPeer(state, schema));
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		return false;
 	}
 
-	SPI_finish();
+	/*
+	 * The access methods write whatever the transaction's mode; the round
+	 * refuses a read-only one (default_transaction_read_only set for the
+	 * database or the role) as an INSERT would, and the problem is
+	 * reported, rather than write inside a transaction that claims to be
+	 * read-only.
+	 */
+	PreventCommandIfReadOnly("a heartbeat in snowflake_nodes");
+	GetUserIdAndSecContext(&saved_user, &saved_context);
+	SetUserIdAndSecContext(nodes.rel->rd_rel->relowner,
+						   saved_context | SECURITY_LOCAL_USERID_CHANGE |
+							   SECURITY_RESTRICTED_OPERATION);
+	Heartbeat(state, &nodes);
+	CommandCounterIncrement();
+	UpdateActiveSnapshotCommandId();
+	PublishFinding(state, FindRunningPeer(state, &nodes));
+	CloseExtensionTable(&nodes);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
-	return schema != nullptr;
+	SetUserIdAndSecContext(saved_user, saved_context);
+	return true;
 }
 
 /*
- * The worker runs as a superuser in a database that others may own, so its
- * statements must not reach objects those others can create: the
- * search_path is fixed (whatever ALTER DATABASE or ALTER ROLE set), and
- * every function and operator in them is qualified, since an operator in a
- * later schema that matches the argument types better would still win.
+ * The worker runs in a database that others may own, who could set its
+ * search_path (ALTER DATABASE ... SET).  It parses no SQL, but a trigger or
+ * constraint on the table may call functions, so the path is fixed.
  */
 void
 PinSearchPath(void)
