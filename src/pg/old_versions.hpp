@@ -24,7 +24,8 @@ const char *OutdatedExtensionVersion(void);
 /*
  * Once per backend: a WARNING, with the fix as HINT, when the extension in
  * the current database is older than the library.  For the slow path of a
- * session's first ID.
+ * session's first ID, and the registry worker's first round after each
+ * start (so the server log says it at every start).  Needs a transaction.
  */
 void WarnOnceIfExtensionOutdated(void);
 

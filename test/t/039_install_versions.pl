@@ -264,6 +264,16 @@ unlike($err, qr/planted code runs/, 'M1 attack: the planted helper never runs');
 is($old->safe_psql('postgres', "SELECT rolsuper FROM pg_roles WHERE rolname = 'app'"),
 	'f', 'M1 attack: the schema owner is no superuser');
 
+# At every start of the server, the registry worker's first round says it in
+# the log for the database it runs in.
+$old->append_conf('postgresql.conf', "snowflake.database = 'leasedb'");
+my $log_offset = -s $old->logfile;
+$old->restart;
+$old->wait_for_log(
+	qr/WARNING:  snowflake extension in database "leasedb" is at version 1\.4, older than library version 1\.5/,
+	$log_offset);
+ok(1, 'at each start the server log says that snowflake.database is at 1.4');
+
 # --- The update chain step by step ----------------------------------------------
 
 my $pg_regress = $ENV{PG_REGRESS}

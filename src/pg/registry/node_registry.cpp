@@ -41,6 +41,7 @@ extern "C"
 
 #include "pg/clock.hpp"
 #include "pg/extension_table.hpp"
+#include "pg/old_versions.hpp"
 #include "pg/registry/node_registry.hpp"
 #include "pg/settings.hpp"
 #include "pg/timestamps.hpp"
@@ -316,6 +317,13 @@ RunRound(SharedState *state)
 		CommitTransactionCommand();
 		return false;
 	}
+
+	/*
+	 * At each start of the server (this worker's first round), a database
+	 * still at an older version of the extension is told in the log, as
+	 * each session is at its first ID.
+	 */
+	WarnOnceIfExtensionOutdated();
 
 	/*
 	 * The access methods write whatever the transaction's mode; the round
