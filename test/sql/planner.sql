@@ -117,6 +117,10 @@ EXPLAIN (COSTS OFF)
 SELECT id FROM planner_negative WHERE NOT (snowflake_timestamp(id) >= '2026-01-01 00:00:00+00');
 SELECT id FROM planner_negative WHERE NOT (snowflake_timestamp(id) >= '2026-01-01 00:00:00+00');
 SELECT id FROM planner_negative WHERE NOT (snowflake_timestamp(id) = '2026-01-01 00:00:00+00');
+-- Before the epoch no ID matches: the upper bound is -1, not NULL, so the
+-- negative ID still reaches the recheck and raises.
+SELECT id FROM planner_negative WHERE NOT (snowflake_timestamp(id) >= '2020-01-01 00:00:00+00');
+SELECT id FROM planner_negative WHERE snowflake_timestamp(id) < '2020-01-01 00:00:00+00';
 SET snowflake.rewrite_timestamp_comparisons = off;
 SELECT id FROM planner_negative WHERE NOT (snowflake_timestamp(id) >= '2026-01-01 00:00:00+00');
 SELECT id FROM planner_negative WHERE NOT (snowflake_timestamp(id) = '2026-01-01 00:00:00+00');
@@ -295,8 +299,8 @@ SELECT (SELECT count(*) FROM planner_edges
   FROM (SELECT snowflake_timestamp(first_id - 1) - interval '1 ms' AS t FROM change) AS c;
 ROLLBACK;
 
--- The bounds themselves: NULL where no ID matches, and no error at the
--- ends.
+-- The bounds themselves: no error at the ends; where no ID matches, NULL
+-- for the lower bound and -1 for the upper one (see planner_negative).
 SELECT snowflake_timestamp_lower_id('-infinity', true) AS lower_ninf,
        snowflake_timestamp_lower_id('infinity', true) AS lower_inf,
        snowflake_timestamp_upper_id('-infinity', true) AS upper_ninf,

@@ -78,7 +78,11 @@ snowflake_timestamp_lower_id(PG_FUNCTION_ARGS)
 
 /*
  * The largest ID whose timestamp is at or before ts (inclusive), or before
- * it; NULL when there is none.
+ * it; -1 when there is none.  -1 keeps every ID out of the range, as NULL
+ * would, but lets a negative id (which no snowflake_nextval() makes)
+ * through to the recheck, which then raises snowflake_timestamp()'s error
+ * on it as the comparison unrewritten does: so a rewritten < or <= is
+ * exact for negative ids too.
  */
 extern "C" Datum
 snowflake_timestamp_upper_id(PG_FUNCTION_ARGS)
@@ -88,7 +92,7 @@ snowflake_timestamp_upper_id(PG_FUNCTION_ARGS)
 
 	RequireSharedState();
 	if (TIMESTAMP_IS_NOBEGIN(ts))
-		PG_RETURN_NULL();
+		PG_RETURN_INT64(-1);
 	if (TIMESTAMP_IS_NOEND(ts))
 		PG_RETURN_INT64(PG_INT64_MAX);
 
@@ -98,9 +102,7 @@ snowflake_timestamp_upper_id(PG_FUNCTION_ARGS)
 	int			count = LayoutSegmentsForIds(fcinfo->flinfo->fn_oid, &segments);
 	int64		id = snowflake::HighestIdUntilMs(segments, count, until_ms);
 
-	if (id < 0)
-		PG_RETURN_NULL();
-	PG_RETURN_INT64(id);
+	PG_RETURN_INT64(id < 0 ? -1 : id);
 }
 
 /*
