@@ -1,11 +1,13 @@
 # Tokens across an asynchronous failover (audit 2026-11-27, M2).  An
 # asynchronous standby that missed a grant is promoted; the tokens it grants
-# lie above its new timeline << 32, above every token of the old primary's
-# timeline, so the lost grant's token is never handed out again, and its
-# holder's renewal on the new primary fails with SQLSTATE 55000 (it must
-# stop).  A restart of the new primary keeps its token counter, and a
-# standby of it replays the tokens and, promoted in turn, grants above its
-# own timeline's floor.
+# lie above the millisecond of its promotion times 1024, above every token
+# the old primary granted, so the lost grant's token is never handed out
+# again, and its holder's renewal on the new primary fails with SQLSTATE
+# 55000 (it must stop).  A restart of the new primary keeps its tokens
+# rising, and a standby of it replays the tokens and, promoted in turn,
+# grants above them.  A second standby of the old primary, promoted later
+# onto the same timeline 2 (no shared WAL archive), grants above the first
+# one's tokens too: the timeline alone would not separate them.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -24,10 +26,23 @@ $primary->backup('backup');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
 $standby->init_from_backup($primary, 'backup', has_streaming => 1);
 $standby->start;
+# The second standby of the old primary, promoted at the end.
+my $late = PostgreSQL::Test::Cluster->new('late');
+$late->init_from_backup($primary, 'backup', has_streaming => 1);
+$late->start;
+
+# The Unix millisecond by a node's clock.
+sub now_ms
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres',
+		'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint');
+}
 
 my $grant = q{SELECT worker_id, token FROM snowflake_lease_worker('%s', interval '10 minutes')};
 my ($x_worker, $x_token) = split /\|/, $primary->safe_psql('postgres', sprintf($grant, 'X'));
 $primary->wait_for_catchup($standby);
+$primary->wait_for_catchup($late);
 is($standby->safe_psql('postgres', qq{SELECT state FROM snowflake_leases WHERE token = $x_token}),
 	'held', 'an earlier grant reached the standby');
 
@@ -41,6 +56,7 @@ is($a_token, $x_token + 1, "A's grant on the old primary takes token $a_token");
 
 # The primary fails; the standby, without A's grant, is promoted.
 $primary->stop('immediate');
+my $promoted_after_ms = now_ms($standby);
 $standby->promote;
 $standby->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
   or die 'the standby was not promoted';
@@ -48,7 +64,9 @@ my $timeline = q{SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1,
 is($standby->safe_psql('postgres', $timeline), '2', 'the promoted standby runs on timeline 2');
 my ($b_worker, $b_token) = split /\|/, $standby->safe_psql('postgres', sprintf($grant, 'B'));
 is($b_worker, $a_worker, "B gets A's worker id, which the new primary never saw leased");
-is($b_token, (2 << 32) + 1, 'but a token above timeline 2 << 32, unlike A\'s');
+my $granted_before_ms = now_ms($standby);
+ok( $b_token > $promoted_after_ms * 1024 && $b_token <= $granted_before_ms * 1024 + 1,
+	"but a token above the millisecond of the promotion times 1024 ($b_token), unlike A's");
 
 # A, following the client rules, renews on the new primary: refused.
 my ($ret, $out, $err) = $standby->psql('postgres',
@@ -65,7 +83,7 @@ is($standby->safe_psql('postgres', "SELECT expires_at > now() FROM snowflake_ren
 $standby->safe_psql('postgres', 'ALTER SYSTEM RESET primary_conninfo');
 $standby->restart;
 my (undef, $c_token) = split /\|/, $standby->safe_psql('postgres', sprintf($grant, 'C'));
-is($c_token, $b_token + 1, 'after a restart the next token follows B\'s');
+ok($c_token > $b_token, "after a restart the next token lies above B's ($c_token)");
 
 # A standby of the new primary replays the tokens, and once promoted (timeline
 # 3) grants above both timelines.
@@ -82,6 +100,23 @@ $standby2->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
   or die 'the second standby was not promoted';
 is($standby2->safe_psql('postgres', $timeline), '3', 'promoted, it runs on timeline 3');
 my (undef, $d_token) = split /\|/, $standby2->safe_psql('postgres', sprintf($grant, 'D'));
-is($d_token, (3 << 32) + 1, 'its grants take tokens above timeline 3 << 32');
+ok($d_token > $c_token, "its grants take tokens above the first new primary's ($d_token)");
+$standby2->stop;
+
+# The old primary's other standby, left behind on timeline 1, is promoted
+# now.  It never saw the first promotion's history, so it takes timeline 2
+# as well; its tokens still lie above B's, whose holder (after the first
+# new primary died too) renews here in vain.
+$late->promote;
+$late->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
+  or die 'the late standby was not promoted';
+is($late->safe_psql('postgres', $timeline), '2', 'promoted later, it runs on timeline 2 too');
+my ($e_worker, $e_token) = split /\|/, $late->safe_psql('postgres', sprintf($grant, 'E'));
+is($e_worker, $b_worker, "E gets B's worker id, which this server never saw leased");
+ok($e_token > $d_token, "but a token above every earlier promotion's ($e_token)");
+($ret, $out, $err) = $late->psql('postgres',
+	"\\set VERBOSITY verbose\nSELECT * FROM snowflake_renew_lease($b_token, NULL)");
+like($err, qr/ERROR:  55000: snowflake lease $b_token is not held$/m,
+	"B's renewal on the late standby fails with SQLSTATE 55000");
 
 done_testing();

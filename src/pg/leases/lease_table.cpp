@@ -219,13 +219,6 @@ ReportWriteFailure(void)
 			 errmsg("could not write file \"%s\": %m", kLeaseStateFileName)));
 }
 
-/* The largest token timeline "tli" may grant (lease_table.hpp). */
-static int64
-TokenCeiling(TimeLineID tli)
-{
-	return static_cast<int64>(tli + 1) << kTokenTimelineShift;
-}
-
 /*
  * Lock held exclusively.  Once per run, before the first change: settles
  * the table (see the header comment).  Its writes reach the disk with the
@@ -241,20 +234,16 @@ SettleOncePerRun(LeaseTable *table)
 		return;
 	}
 
-	/*
-	 * Tokens of this timeline lie above every token of the earlier ones,
-	 * which a promoted asynchronous standby may not have seen all of.
-	 */
-	if (!RecoveryInProgress())
-	{
-		const TimeLineID tli = GetWALInsertionTimeLine();
-
-		if (tli > 1)
-			table->last_token = Max(table->last_token,
-									static_cast<int64>(tli) << kTokenTimelineShift);
-	}
-
 	const int64 now_ms = NowUnixMs();
+
+	/*
+	 * After a promotion, tokens lie above every token the old primary can
+	 * have granted, which an asynchronous standby may not have seen all of
+	 * (lease_table.hpp).  A server that never left timeline 1 is the only
+	 * one to grant in its history.
+	 */
+	if (!RecoveryInProgress() && GetWALInsertionTimeLine() > 1 && now_ms > 0)
+		table->last_token = Max(table->last_token, now_ms * kTokensPerMs);
 
 	for (uint32 i = 0; i < table->count; i++)
 	{
@@ -298,26 +287,9 @@ CommitLeaseImage(LeaseTable *table, uint32 index, LeaseImage *image, bool connec
 {
 	Assert(LWLockHeldByMeInMode(table->lock, LW_EXCLUSIVE) && table->settled);
 
-	/*
-	 * A grant: its token must stay within this timeline's range, and goes
-	 * into the header first (a lower bound for the next start).
-	 */
+	/* A grant: its token goes into the header first (a lower bound for the next start). */
 	if (image->token > table->last_token)
 	{
-		const TimeLineID tli = GetWALInsertionTimeLine();
-
-		if (image->token > TokenCeiling(tli))
-			ereport(
-				ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("snowflake lease tokens of timeline %u are used up", tli),
-				 errdetail(
-					 "A lease granted on timeline %u takes a token of at most " INT64_FORMAT
-					 ", so that the tokens of a standby promoted "
-					 "later lie above it.",
-					 tli, TokenCeiling(tli)),
-				 errhint("Promote a standby, or recover the server to a new timeline: "
-						 "its grants take tokens above.")));
 		table->last_token = image->token;
 		if (!WriteLeaseHeader(LeaseFile(), table, false))
 			ReportWriteFailure();

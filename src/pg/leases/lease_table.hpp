@@ -58,13 +58,17 @@
  *
  * Tokens: every grant's token is one above the largest the server knows,
  * from the file's blocks, its header (a lower bound written at each grant,
- * at each settle and at a clean shutdown) and the replayed records.  After
- * a promotion the largest is raised to at least timeline << 32, with the
- * new insert timeline: an asynchronous standby may have missed some of the
- * old primary's grants, and all of those, made on an earlier timeline, lie
- * below.  So a timeline t has room for 2^32 grants (tokens up to
- * (t + 1) << 32; timeline 1 for 2^33), and a grant beyond is refused
- * (CommitLeaseImage): the next timeline's tokens would not lie above it.
+ * at each settle and at a clean shutdown) and the replayed records.  On a
+ * timeline above 1 (after a promotion, or a recovery from a backup), the
+ * first change of each run raises the largest to at least the Unix
+ * millisecond of that moment times kTokensPerMs.  An asynchronous standby
+ * may have missed some of the old primary's grants; every one of those
+ * lies below, unless the old primary granted more than kTokensPerMs a
+ * millisecond on average since its own start of that kind (each grant is
+ * fsynced), or the new primary's clock is behind the old one's by more
+ * than the time between the two.  The timeline alone would not do: two
+ * standbys of one primary, promoted one after the other without a shared
+ * WAL archive, both pick the same next timeline.
  *
  * A damaged file stops the start (FATAL): a block with a wrong checksum, of
  * another worker id, of zeros, or not a lease image, and a header that is
@@ -182,14 +186,13 @@ constexpr uint32 kLeaseHeaderMagic = 0x534c4832;	/* "SLH2" */
 constexpr uint32 kLeaseHeaderMagicV15 = 0x534c4831;	/* "SLH1" */
 
 /*
- * The tokens granted on timeline t > 1 lie in (t << 32, (t + 1) << 32]: a
- * timeline has room for 2^32 grants (timeline 1, from token 1, for 2^33),
- * and a grant past its range is refused.  Timelines stay below 2^31 in practice,
- * so the ranges fit an int64.
+ * How many tokens a millisecond of wall-clock time makes room for, after a
+ * promotion (see above).  The millisecond now times 1024 is about 2^51, so
+ * tokens stay below 2^53 (exact in a JavaScript number) until the year
+ * 2248, and an int64 holds about 2^62 grants above it.
  */
-constexpr int kTokenTimelineShift = 32;
-static_assert(kTokenTimelineShift + 31 <= 63,
-			  "the token ranges of timelines below 2^31 fit an int64");
+constexpr int kTokensPerMsShift = 10;
+constexpr int64 kTokensPerMs = int64{1} << kTokensPerMsShift;
 
 struct LeaseEntry
 {
