@@ -6,8 +6,9 @@
 # beat count keeps growing), so that the registry finds a collision and,
 # with on_node_collision = error, snowflake_nextval() refuses.  Then the
 # registry is broken in three ways: the extension is dropped in its
-# database, its database turns read-only, and it names a database that does
-# not exist.  Each is reported; a collision block stays while the registry
+# database, a deferrable trigger is put on its table, and it names a
+# database that does not exist; a database read-only by default does not
+# stop it.  Each is reported; a collision block stays while the registry
 # cannot run (nothing shows the peer gone) but lifts on a reload with
 # on_node_collision = warn, and comes back with error; once the registry
 # runs again and the peer is gone, generation resumes.
@@ -124,22 +125,40 @@ ok( $node->poll_query_until(
 	'a completed round clears the collision and the problem');
 is(nextval(), 't', 'IDs again');
 
-# --- rounds fail: the registry's database is read-only --------------------------
+# --- the registry's database turns read-only by default: rounds go on -------------
+# default_transaction_read_only is the database owner's to set for its
+# clients; the worker's transactions stay read-write, or that owner could
+# turn the detection of collisions off.
 
 my $worker_pid = q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'snowflake registry'};
+my $old_pid = $node->safe_psql('app', $worker_pid);
 $node->safe_psql(
 	'app', qq{
 ALTER DATABASE postgres SET default_transaction_read_only = on;
-SELECT pg_terminate_backend(($worker_pid))});
+SELECT pg_terminate_backend($old_pid)});
 ok( $node->poll_query_until(
-		'app', q{SELECT registry_problem LIKE 'cannot execute % in a read-only transaction'
+		'app', qq{SELECT s.registry_last_round > a.backend_start AND s.registry_problem IS NULL
+                    FROM snowflake_status() AS s, pg_stat_activity AS a
+                   WHERE a.backend_type = 'snowflake registry' AND a.pid <> $old_pid}),
+	'a worker started in a read-only-by-default database completes its rounds');
+$node->safe_psql('app', 'ALTER DATABASE postgres RESET default_transaction_read_only');
+
+# --- rounds fail: a deferrable trigger on snowflake_nodes ------------------------
+# The registry refuses to write a table with a deferrable trigger (it would
+# fire at commit with the worker's rights); the refusal is reported.
+
+$node->safe_psql(
+	'postgres', q{
+CREATE FUNCTION public.nodes_noop() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NULL; END';
+CREATE CONSTRAINT TRIGGER nodes_deferred AFTER INSERT ON snowflake_nodes
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.nodes_noop();
+});
+ok( $node->poll_query_until(
+		'app', q{SELECT registry_problem LIKE 'table "snowflake_nodes" of the snowflake extension has a deferrable trigger%'
                    FROM snowflake_status()}),
 	'a failing round is reported with its error');
 is(nextval(), 't', 'without a known collision, IDs keep coming');
-$node->safe_psql(
-	'app', qq{
-ALTER DATABASE postgres RESET default_transaction_read_only;
-SELECT pg_terminate_backend(($worker_pid))});
+$node->safe_psql('postgres', 'DROP TRIGGER nodes_deferred ON snowflake_nodes');
 ok( $node->poll_query_until(
 		'app', 'SELECT registry_problem IS NULL FROM snowflake_status()'),
 	'the problem clears when rounds complete again');

@@ -26,7 +26,6 @@ extern "C"
 #include "storage/latch.h"
 #include "storage/spin.h"
 #include "tcop/tcopprot.h"	/* die */
-#include "tcop/utility.h"   /* PreventCommandIfReadOnly */
 #include "utils/backend_status.h"	/* pgstat_report_appname */
 #include "utils/builtins.h"         /* text datums */
 #include "utils/guc.h"
@@ -325,14 +324,6 @@ RunRound(SharedState *state)
 	 */
 	WarnOnceIfExtensionOutdated();
 
-	/*
-	 * The access methods write whatever the transaction's mode; the round
-	 * refuses a read-only one (default_transaction_read_only set for the
-	 * database or the role) as an INSERT would, and the problem is
-	 * reported, rather than write inside a transaction that claims to be
-	 * read-only.
-	 */
-	PreventCommandIfReadOnly("a heartbeat in snowflake_nodes");
 	GetUserIdAndSecContext(&saved_user, &saved_context);
 	SetUserIdAndSecContext(nodes.rel->rd_rel->relowner,
 						   saved_context | SECURITY_LOCAL_USERID_CHANGE |
@@ -349,14 +340,18 @@ RunRound(SharedState *state)
 }
 
 /*
- * The worker runs in a database that others may own, who could set its
- * search_path (ALTER DATABASE ... SET).  It parses no SQL, but a trigger or
- * constraint on the table may call functions, so the path is fixed.
+ * The worker runs in a database that others may own, who can set what its
+ * sessions start with (ALTER DATABASE ... SET).  It parses no SQL, but a
+ * trigger or constraint on the table may call functions, so the path is
+ * fixed.  And its transactions are read-write whatever the database's
+ * default: default_transaction_read_only is the owner's to set for its
+ * clients, and must not turn the detection of node-id collisions off.
  */
 void
-PinSearchPath(void)
+PinSettings(void)
 {
 	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_OVERRIDE);
 }
 
 }							/* namespace */
@@ -433,7 +428,7 @@ snowflake_registry_main(Datum arg)
 										   g_settings.registry_database));
 	BackgroundWorkerInitializeConnection(g_settings.registry_database, nullptr, 0);
 	pgstat_report_appname("snowflake registry");
-	PinSearchPath();
+	PinSettings();
 
 	MemoryContext round_context = AllocSetContextCreate(TopMemoryContext,
 														"snowflake registry round",
