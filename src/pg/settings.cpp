@@ -271,9 +271,10 @@ DefineSettings(void)
 	DefineCustomBoolVariable("snowflake.rewrite_timestamp_comparisons",
 							 gettext_noop("Plans comparisons of snowflake_timestamp(id) as "
 										  "ranges of id."),
-							 gettext_noop("Lets indexes on id and partition pruning serve "
-										  "them; the result does not change for any ID that "
-										  "snowflake_timestamp() accepts."),
+							 gettext_noop(
+								 "Lets indexes on id and partition pruning serve "
+								 "them; the result does not change for any ID that "
+								 "snowflake_timestamp() accepts."),
 							 &g_settings.rewrite_timestamp_comparisons, true, PGC_USERSET,
 							 0, nullptr, nullptr, nullptr);
 

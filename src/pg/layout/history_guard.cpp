@@ -43,9 +43,10 @@ RefuseDropByNonSuperuser(ObjectAccessType access, Oid class_id, Oid object_id, i
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 			 errmsg("only a superuser can drop the snowflake extension"),
-			 errdetail("Its table snowflake_layout holds the layout history that decodes the "
-					   "IDs already issued in this database; DROP SCHEMA or DROP OWNED with "
-					   "CASCADE would drop it too."),
+			 errdetail(
+				 "Its table snowflake_layout holds the layout history that decodes the "
+				 "IDs already issued in this database; DROP SCHEMA or DROP OWNED with "
+				 "CASCADE would drop it too."),
 			 errhint("Ask a superuser to run DROP EXTENSION snowflake.")));
 }
 
