@@ -41,8 +41,10 @@ sub now_ms
 
 my $grant = q{SELECT worker_id, token FROM snowflake_lease_worker('%s', interval '10 minutes')};
 my ($x_worker, $x_token) = split /\|/, $primary->safe_psql('postgres', sprintf($grant, 'X'));
-$primary->wait_for_catchup($standby);
-$primary->wait_for_catchup($late);
+# A grant's record is not flushed at once without synchronous standbys (the
+# WAL writer does it soon): wait for the insert position, not the written one.
+$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+$primary->wait_for_catchup($late, 'replay', $primary->lsn('insert'));
 is($standby->safe_psql('postgres', qq{SELECT state FROM snowflake_leases WHERE token = $x_token}),
 	'held', 'an earlier grant reached the standby');
 
@@ -91,7 +93,7 @@ $standby->backup('backup2');
 my $standby2 = PostgreSQL::Test::Cluster->new('standby2');
 $standby2->init_from_backup($standby, 'backup2', has_streaming => 1);
 $standby2->start;
-$standby->wait_for_catchup($standby2);
+$standby->wait_for_catchup($standby2, 'replay', $standby->lsn('insert'));
 is($standby2->safe_psql('postgres', q{SELECT string_agg(token::text, ',' ORDER BY token) FROM snowflake_leases}),
 	"$x_token,$b_token,$c_token", 'a standby of the new primary replays its tokens');
 $standby->stop('immediate');
