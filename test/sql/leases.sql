@@ -82,10 +82,30 @@ BEGIN
     RETURN 'no error';
 EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-    RETURN replace(replace(SQLSTATE || ': ' || SQLERRM
-                           || CASE WHEN show_detail THEN ' DETAIL: ' || detail ELSE '' END,
-                           'worker id ' || worker || ' ', 'worker id W '),
-                   last_id::text, 'ID');
+    RETURN replace(replace(replace(SQLSTATE || ': ' || SQLERRM
+                                   || CASE WHEN show_detail THEN ' DETAIL: ' || detail ELSE '' END,
+                                   'worker id ' || worker || ' ', 'worker id W '),
+                           last_id::text, 'ID'),
+                   token::text, 'T');
+END
+$$;
+-- An error of a statement about lease "token", with its DETAIL and HINT;
+-- the token shows as T (tokens start above the millisecond of the server's
+-- start times 1024, so they differ from run to run).
+CREATE FUNCTION lease_error(statement text, token bigint) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    detail text;
+    hint text;
+BEGIN
+    EXECUTE statement;
+    RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+    RETURN replace(SQLSTATE || ': ' || SQLERRM
+                   || CASE WHEN detail <> '' THEN E'\nDETAIL: ' || detail ELSE '' END
+                   || CASE WHEN hint <> '' THEN E'\nHINT: ' || hint ELSE '' END,
+                   token::text, 'T');
 END
 $$;
 SELECT lease_renew_error(:first_token, 4196995114, :first_worker_id, true);
@@ -123,8 +143,8 @@ SELECT * FROM snowflake_renew_lease(:first_token, -1);
 -- renewal after it is refused.
 SELECT snowflake_release_lease(:first_token, :first_last_id) AS released;
 SELECT snowflake_release_lease(:first_token, NULL) AS released_again;
-SELECT * FROM snowflake_renew_lease(:first_token, NULL);
-\echo :LAST_ERROR_SQLSTATE
+SELECT lease_error(format('SELECT * FROM snowflake_renew_lease(%s, NULL)', :first_token),
+                   :first_token);
 SELECT state, last_timestamp = :'first_not_before'::timestamptz + interval '1 ms' AS high_water_mark
   FROM snowflake_leases WHERE worker_id = :first_worker_id;
 
@@ -134,16 +154,16 @@ SELECT worker_id = :first_worker_id AS same_worker_id, token > :first_token AS n
        not_before = :'first_not_before'::timestamptz + interval '1 ms' AS above_last_reported
   FROM snowflake_lease_worker('app-6', interval '1 minute');
 -- The old token is dead: its holder is a zombie and is told so.
-SELECT * FROM snowflake_renew_lease(:first_token, NULL);
-\echo :LAST_ERROR_SQLSTATE
+SELECT lease_error(format('SELECT * FROM snowflake_renew_lease(%s, NULL)', :first_token),
+                   :first_token);
 
 -- A connection-scoped lease is renewed only on its own connection.
 SELECT not_after > :'conn_not_after'::timestamptz AS extended, expires_at IS NULL AS no_expiry
   FROM snowflake_renew_lease(:conn_token, NULL, clock_timestamp());
 SELECT pg_backend_pid() AS old_pid \gset
 \c
-SELECT * FROM snowflake_renew_lease(:conn_token, NULL);
-\echo :LAST_ERROR_SQLSTATE
+SELECT lease_error(format('SELECT * FROM snowflake_renew_lease(%s, NULL)', :conn_token),
+                   :conn_token);
 -- Its connection ended: the worker ids of both connection-scoped leases are
 -- free, and the next holder starts above the end of the window (the holder
 -- may not have noticed at once), so it may have to wait for it.
@@ -318,3 +338,4 @@ SELECT snowflake_release_lease(:short_token, NULL) AS released;
 SELECT count(*) AS config_tables
   FROM pg_extension AS e, unnest(e.extconfig) AS c(oid)
  WHERE e.extname = 'snowflake' AND c.oid <> 'snowflake_layout'::regclass;
+DROP FUNCTION lease_error(text, bigint);

@@ -155,7 +155,7 @@ my $lease_file = $node->data_dir . '/snowflake.lease_state';
 my $good_lease_state = slurp_file($lease_file);
 is(length($good_lease_state), 128 * 512, 'the lease state holds a block per worker id');
 my $lease_hint =
-  qr/HINT:  \QRestore snowflake.lease_state from a backup of this data directory.  Otherwise, stop every application that holds a worker-id lease of this server, then remove the file: the server forgets every lease and its history, leases worker ids again from this run's generation floor, and numbers tokens from 1 again, so a holder still running would share its worker id with the next holder.\E\n/;
+  qr/HINT:  \QRestore snowflake.lease_state from a backup of this data directory.  Otherwise, stop every application that holds a worker-id lease of this server, then remove the file: the server forgets every lease and its history, leases worker ids again from this run's generation floor, and numbers tokens anew, so a holder still running would share its worker id with the next holder.\E\n/;
 my (undef, $leased_worker) = split /\|/, $lease_before;
 refused('lease state cut', $lease_file, 'lease state', $good_lease_state . 'x',
 	'Its size is not a multiple of 512 bytes.', $lease_hint);

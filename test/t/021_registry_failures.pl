@@ -125,23 +125,27 @@ ok( $node->poll_query_until(
 	'a completed round clears the collision and the problem');
 is(nextval(), 't', 'IDs again');
 
-# --- the registry's database turns read-only by default: rounds go on -------------
-# default_transaction_read_only is the database owner's to set for its
-# clients; the worker's transactions stay read-write, or that owner could
-# turn the detection of collisions off.
+# --- the database's defaults for its clients: rounds go on ----------------------
+# default_transaction_read_only, the timeouts and exit_on_error are the
+# database owner's to set for its clients; the worker pins its own, or that
+# owner could turn the detection of collisions off (read-only rounds
+# refuse, a 1 ms timeout cancels them, exit_on_error makes any error FATAL).
 
 my $worker_pid = q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'snowflake registry'};
 my $old_pid = $node->safe_psql('app', $worker_pid);
 $node->safe_psql(
 	'app', qq{
 ALTER DATABASE postgres SET default_transaction_read_only = on;
+ALTER DATABASE postgres SET statement_timeout = '1ms';
+ALTER DATABASE postgres SET lock_timeout = '1ms';
+ALTER DATABASE postgres SET exit_on_error = on;
 SELECT pg_terminate_backend($old_pid)});
 ok( $node->poll_query_until(
 		'app', qq{SELECT s.registry_last_round > a.backend_start AND s.registry_problem IS NULL
                     FROM snowflake_status() AS s, pg_stat_activity AS a
                    WHERE a.backend_type = 'snowflake registry' AND a.pid <> $old_pid}),
-	'a worker started in a read-only-by-default database completes its rounds');
-$node->safe_psql('app', 'ALTER DATABASE postgres RESET default_transaction_read_only');
+	'a worker started in a database with those defaults completes its rounds');
+$node->safe_psql('app', 'ALTER DATABASE postgres RESET ALL');
 
 # --- rounds fail: a deferrable trigger on snowflake_nodes ------------------------
 # The registry refuses to write a table with a deferrable trigger (it would

@@ -121,4 +121,19 @@ ok($e_token > $d_token, "but a token above every earlier promotion's ($e_token)"
 like($err, qr/ERROR:  55000: snowflake lease $b_token is not held$/m,
 	"B's renewal on the late standby fails with SQLSTATE 55000");
 
+$late->stop;
+
+# A restored base backup keeps timeline 1, and lacks every grant made after
+# the copy (here X, A and all the rest): its tokens lie above them too.
+my $restored = PostgreSQL::Test::Cluster->new('restored');
+$restored->init_from_backup($primary, 'backup');
+$restored->start;
+is($restored->safe_psql('postgres', $timeline), '1', 'a restored backup runs on timeline 1');
+my (undef, $f_token) = split /\|/, $restored->safe_psql('postgres', sprintf($grant, 'F'));
+ok($f_token > $e_token, "it grants tokens above every earlier start's ($f_token)");
+($ret, $out, $err) = $restored->psql('postgres',
+	"\\set VERBOSITY verbose\nSELECT * FROM snowflake_renew_lease($x_token, NULL)");
+like($err, qr/ERROR:  55000: snowflake lease $x_token is not held$/m,
+	"X's renewal on the restored backup fails with SQLSTATE 55000");
+
 done_testing();

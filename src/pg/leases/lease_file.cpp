@@ -40,7 +40,7 @@ static const char *kLeaseFileHint =
 	"Restore snowflake.lease_state from a backup of this data directory.  Otherwise, "
 	"stop every application that holds a worker-id lease of this server, then remove "
 	"the file: the server forgets every lease and its history, leases worker ids again "
-	"from this run's generation floor, and numbers tokens from 1 again, so a holder "
+	"from this run's generation floor, and numbers tokens anew, so a holder "
 	"still running would share its worker id with the next holder.";
 
 static const char *kBootIdPath = "/proc/sys/kernel/random/boot_id";

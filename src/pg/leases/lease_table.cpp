@@ -237,12 +237,13 @@ SettleOncePerRun(LeaseTable *table)
 	const int64 now_ms = NowUnixMs();
 
 	/*
-	 * After a promotion, tokens lie above every token the old primary can
-	 * have granted, which an asynchronous standby may not have seen all of
-	 * (lease_table.hpp).  A server that never left timeline 1 is the only
-	 * one to grant in its history.
+	 * Each run's tokens lie above every token another server with the same
+	 * history can have granted since its last start: an old primary whose
+	 * grants a promoted asynchronous standby never saw, or whose grants a
+	 * restored backup or a copy of its data directory lacks, on any
+	 * timeline (lease_table.hpp).
 	 */
-	if (!RecoveryInProgress() && GetWALInsertionTimeLine() > 1 && now_ms > 0)
+	if (now_ms > 0)
 		table->last_token = Max(table->last_token, now_ms * kTokensPerMs);
 
 	for (uint32 i = 0; i < table->count; i++)

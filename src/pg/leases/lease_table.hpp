@@ -58,17 +58,18 @@
  *
  * Tokens: every grant's token is one above the largest the server knows,
  * from the file's blocks, its header (a lower bound written at each grant,
- * at each settle and at a clean shutdown) and the replayed records.  On a
- * timeline above 1 (after a promotion, or a recovery from a backup), the
+ * at each settle and at a clean shutdown) and the replayed records.  The
  * first change of each run raises the largest to at least the Unix
- * millisecond of that moment times kTokensPerMs.  An asynchronous standby
- * may have missed some of the old primary's grants; every one of those
- * lies below, unless the old primary granted more than kTokensPerMs a
- * millisecond on average since its own start of that kind (each grant is
- * fsynced), or the new primary's clock is behind the old one's by more
- * than the time between the two.  The timeline alone would not do: two
- * standbys of one primary, promoted one after the other without a shared
- * WAL archive, both pick the same next timeline.
+ * millisecond of that moment times kTokensPerMs.  A promoted asynchronous
+ * standby may have missed some of the old primary's grants, and a restored
+ * backup or a copied data directory lacks those made after the copy; every
+ * one of those lies below, unless the old server granted more than
+ * kTokensPerMs a millisecond on average since its own last start (each
+ * grant is fsynced), or the new one's clock is behind the old one's by
+ * more than the time between the old one's last start and the new one's
+ * start.  The timeline alone would not do: two standbys of one primary,
+ * promoted one after the other without a shared WAL archive, both pick
+ * the same next timeline, and a restored backup keeps the timeline.
  *
  * A damaged file stops the start (FATAL): a block with a wrong checksum, of
  * another worker id, of zeros, or not a lease image, and a header that is

@@ -339,19 +339,35 @@ RunRound(SharedState *state)
 	return true;
 }
 
+/* A setting no database or role default can change for this process. */
+void
+Pin(const char *name, const char *value)
+{
+	SetConfigOption(name, value, PGC_SUSET, PGC_S_OVERRIDE);
+}
+
 /*
  * The worker runs in a database that others may own, who can set what its
  * sessions start with (ALTER DATABASE ... SET).  It parses no SQL, but a
  * trigger or constraint on the table may call functions, so the path is
- * fixed.  And its transactions are read-write whatever the database's
- * default: default_transaction_read_only is the owner's to set for its
- * clients, and must not turn the detection of node-id collisions off.
+ * fixed.  And none of the owner's settings for its clients may turn the
+ * detection of node-id collisions off: transactions are read-write, no
+ * timeout cancels a round that waits for a lock, and an error ends the
+ * round, reported, not the worker (exit_on_error would make it FATAL,
+ * which no round reports).
  */
 void
 PinSettings(void)
 {
-	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	Pin("search_path", "pg_catalog, pg_temp");
+	Pin("default_transaction_read_only", "off");
+	Pin("statement_timeout", "0");
+	Pin("lock_timeout", "0");
+	Pin("idle_in_transaction_session_timeout", "0");
+	Pin("exit_on_error", "off");
+#if PG_VERSION_NUM >= 170000
+	Pin("transaction_timeout", "0");
+#endif
 }
 
 }							/* namespace */
