@@ -48,11 +48,14 @@ $primary->wait_for_catchup($late, 'replay', $primary->lsn('insert'));
 is($standby->safe_psql('postgres', qq{SELECT state FROM snowflake_leases WHERE token = $x_token}),
 	'held', 'an earlier grant reached the standby');
 
-# The standby falls behind: its WAL receiver stops.
-$standby->safe_psql('postgres', q{ALTER SYSTEM SET primary_conninfo = ''});
-$standby->reload;
-$standby->poll_query_until('postgres', 'SELECT count(*) = 0 FROM pg_stat_wal_receiver')
-  or die 'the WAL receiver did not stop';
+# Both standbys fall behind: their WAL receivers stop.
+for my $behind ($standby, $late)
+{
+	$behind->safe_psql('postgres', q{ALTER SYSTEM SET primary_conninfo = ''});
+	$behind->reload;
+	$behind->poll_query_until('postgres', 'SELECT count(*) = 0 FROM pg_stat_wal_receiver')
+	  or die 'the WAL receiver did not stop';
+}
 my ($a_worker, $a_token) = split /\|/, $primary->safe_psql('postgres', sprintf($grant, 'A'));
 is($a_token, $x_token + 1, "A's grant on the old primary takes token $a_token");
 
