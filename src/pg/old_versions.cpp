@@ -42,6 +42,7 @@ extern "C"
 }
 
 #include "core/extension_version.hpp"
+#include "pg/extension_table.hpp"
 #include "pg/old_versions.hpp"
 
 #ifndef SNOWFLAKE_LIBRARY_VERSION
@@ -131,7 +132,7 @@ IsDefinerOfExtension(Oid function)
 
 	Oid extension = getExtensionOfObject(ProcedureRelationId, function);
 
-	return OidIsValid(extension) && extension == get_extension_oid("snowflake", true);
+	return OidIsValid(extension) && extension == SnowflakeExtensionOid();
 }
 
 /* IsDefinerOfExtension(), cached until pg_proc changes. */
@@ -176,7 +177,7 @@ IsRefusedDefiner(Oid function)
 [[noreturn]] void
 ReportRefusedDefiner(Oid function)
 {
-	Oid extension = get_extension_oid("snowflake", true);
+	Oid extension = SnowflakeExtensionOid();
 	const char *version = OidIsValid(extension) ? ExtensionVersion(extension) : nullptr;
 	const char *database = get_database_name(MyDatabaseId);
 	const char *name = get_func_name(function);
@@ -225,7 +226,7 @@ InstallOldVersionGuard(void)
 const char *
 OutdatedExtensionVersion(void)
 {
-	Oid extension = get_extension_oid("snowflake", true);
+	Oid extension = SnowflakeExtensionOid();
 
 	if (!OidIsValid(extension))
 		return nullptr;
