@@ -32,11 +32,13 @@ SELECT count(*) AS out_of_order
 SELECT count(*) AS ids FROM (SELECT snowflake_nextval(3)) AS s;
 
 -- Edge sizes: 0 and NULL give no rows; a negative or too large size is an
--- error.
+-- error (22023).  Only a size above the maximum hints at more calls.
 SELECT count(*) AS zero FROM snowflake_nextval(0);
 SELECT count(*) AS null_size FROM snowflake_nextval(NULL);
 SELECT * FROM snowflake_nextval(-1);
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM snowflake_nextval(1000001);
+\echo :LAST_ERROR_SQLSTATE
 \set VERBOSITY sqlstate
 SELECT * FROM snowflake_nextval(2147483647);
 \set VERBOSITY default

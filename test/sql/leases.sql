@@ -220,8 +220,11 @@ SELECT * FROM snowflake_lease_worker('app-9', interval '0.5 s');
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM snowflake_lease_worker('app-9', interval '25 hours');
 \echo :LAST_ERROR_SQLSTATE
--- A month has no fixed length; days are 24 hours.
+-- A month has no fixed length; days are 24 hours.  With months, the hint
+-- says to write hours or days.
 SELECT * FROM snowflake_lease_worker('app-9', interval '1 month -29 days');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_lease_worker('app-9', interval '1 mon');
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM snowflake_renew_lease(NULL, NULL);
 \echo :LAST_ERROR_SQLSTATE

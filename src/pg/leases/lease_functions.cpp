@@ -511,13 +511,24 @@ snowflake_lease_worker(PG_FUNCTION_ARGS)
 		Interval   *ttl = PG_GETARG_INTERVAL_P(1);
 
 		ttl_ms = snowflake::TtlMs(ttl->month, ttl->day, ttl->time);
+		/* A month has no length in ms: say how to write the ttl instead. */
+		bool has_months = ttl->month != 0;
+
+#ifdef INTERVAL_NOT_FINITE
+		if (INTERVAL_NOT_FINITE(ttl))
+			has_months = false;
+#endif
 		if (ttl_ms < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("a snowflake lease's ttl must lie between 1 second and 24 hours, "
-							"not %s",
-							DatumGetCString(DirectFunctionCall1(interval_out,
-																IntervalPGetDatum(ttl)))),
+			ereport(
+				ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a snowflake lease's ttl must lie between 1 second and 24 hours, "
+						"not %s",
+						DatumGetCString(
+							DirectFunctionCall1(interval_out, IntervalPGetDatum(ttl)))),
+				 has_months ? errdetail("A month has no fixed number of milliseconds.") : 0,
+				 has_months ?
+					 errhint("Write the ttl in hours or days, for example '12 hours'.") :
 					 errhint("Pass NULL for a lease held as long as the connection.")));
 	}
 	/*

@@ -58,7 +58,7 @@ snowflake_nextval_batch(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("snowflake_nextval() takes a batch size from 0 to %d, not %d",
 							kMaxBatch, n),
-					 errhint("Call it several times for more IDs.")));
+					 n > kMaxBatch ? errhint("Call it several times for more IDs.") : 0));
 		funcctx = SRF_FIRSTCALL_INIT();
 		funcctx->max_calls = static_cast<uint64>(n);
 		funcctx->user_fctx = MemoryContextAllocZero(funcctx->multi_call_memory_ctx,
