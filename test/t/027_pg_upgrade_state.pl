@@ -91,7 +91,7 @@ ok(!SnowflakeClock::start($new, -3600, fail_ok => 1),
 	'without the old state files, the new server does not start');
 like(
 	slurp_file($new->logfile, $log_offset),
-	qr/FATAL:  this data directory was built by pg_upgrade, and snowflake's state files were not carried into it\n.*DETAIL:  Without the old data directory's snowflake.reservation, IDs could start below IDs that the old cluster issued.\n.*HINT:  Copy snowflake.layout, snowflake.reservation and, if it exists, snowflake.leases from the old data directory into "[^"]+", or see "Upgrading PostgreSQL" in the snowflake documentation./s,
+	qr/FATAL:  this data directory was built by pg_upgrade, and snowflake's state files were not carried into it\n.*DETAIL:  Without the old data directory's snowflake.reservation, IDs could start below IDs that the old cluster issued.\n.*HINT:  Copy snowflake.layout, snowflake.reservation and, each if it exists, snowflake.leases and snowflake.lease_state from the old data directory into "[^"]+", or see "Upgrading PostgreSQL" in the snowflake documentation./s,
 	'it says why, and which files to carry');
 ok(!-e $new->data_dir . '/snowflake.reservation',
 	'the refused start wrote no reservation');

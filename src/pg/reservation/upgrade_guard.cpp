@@ -81,16 +81,18 @@ GuardStateAcrossUpgrade(void)
 	if (!marked)
 		return;
 	if (!has_reservation)
-		ereport(FATAL,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("this data directory was built by pg_upgrade, and snowflake's "
-						"state files were not carried into it"),
-				 errdetail("Without the old data directory's snowflake.reservation, IDs "
-						   "could start below IDs that the old cluster issued."),
-				 errhint("Copy snowflake.layout, snowflake.reservation and, if it exists, "
-						 "snowflake.leases from the old data directory into \"%s\", or see "
-						 "\"Upgrading PostgreSQL\" in the snowflake documentation.",
-						 DataDir)));
+		ereport(
+			FATAL,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("this data directory was built by pg_upgrade, and snowflake's "
+					"state files were not carried into it"),
+			 errdetail("Without the old data directory's snowflake.reservation, IDs "
+					   "could start below IDs that the old cluster issued."),
+			 errhint("Copy snowflake.layout, snowflake.reservation and, each if it exists, "
+					 "snowflake.leases and snowflake.lease_state from the old data "
+					 "directory into \"%s\", or see \"Upgrading PostgreSQL\" in the "
+					 "snowflake documentation.",
+					 DataDir)));
 
 	/*
 	 * With a lease space, the lease files too: without them the worker ids
