@@ -112,8 +112,17 @@ struct SharedState
 	bool		reservation_known;	/* read from the file or replayed */
 	bool		floor_ready;
 	bool		floor_from_reservation;	/* else from the start time */
+	/*
+	 * The reservation is the newest timestamp issued before a clean
+	 * shutdown: read from the file after one, not raised by WAL replay since
+	 * (reservation_exact), and the floor was fixed from it
+	 * (floor_after_clean_shutdown).  A clock behind such a floor by at most
+	 * max_drift is the borrow of max_drift at work, not a sign of trouble.
+	 */
+	bool reservation_exact;
+	bool floor_after_clean_shutdown;
 	int64		floor_timestamp;
-	pg_atomic_uint32 gap_reported;	/* the clock-behind WARNING was logged */
+	pg_atomic_uint32 gap_reported;  /* the clock-behind message was logged */
 	pg_atomic_uint64 reservations;	/* reservation records written */
 
 	/*

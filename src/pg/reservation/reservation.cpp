@@ -19,7 +19,9 @@ extern "C"
 #include "postgres.h"
 
 #include "access/xlogdefs.h"
-#include "miscadmin.h"		/* IsUnderPostmaster */
+#include "catalog/pg_control.h"
+#include "common/controldata_utils.h"
+#include "miscadmin.h" /* IsUnderPostmaster, DataDir */
 #include "port/atomics.h"
 #include "storage/ipc.h"		/* on_shmem_exit */
 #include "storage/lwlock.h"
@@ -104,6 +106,24 @@ RaiseReservedUntil(SharedState *state, int64 timestamp)
 	return false;
 }
 
+/*
+ * Whether the data directory's last run as a primary ended in a clean
+ * shutdown.  Read from pg_control as this memory is set up, before the
+ * startup process changes it: a crash restart (the postmaster
+ * re-initialising) and an immediate shutdown leave "in production", a
+ * standby's shutdown "shut down in recovery".
+ */
+static bool
+LastShutdownWasClean(void)
+{
+	bool crc_ok = false;
+	ControlFileData *control = get_controlfile(DataDir, &crc_ok);
+	bool clean = crc_ok && control->state == DB_SHUTDOWNED;
+
+	pfree(control);
+	return clean;
+}
+
 void
 InitReservationState(SharedState *state)
 {
@@ -116,12 +136,15 @@ InitReservationState(SharedState *state)
 	pg_atomic_init_u64(&state->largest_step_back_ms, 0);
 
 	state->reservation_known = ReadReservationFile(&unix_ms);
+	/* A clean shutdown wrote the newest timestamp issued (RecordIssuedAtExit). */
+	state->reservation_exact = state->reservation_known && LastShutdownWasClean();
 	pg_atomic_init_u64(&state->reserved_until,
 					   static_cast<uint64>(state->reservation_known ? ToTimestamp(unix_ms) : 0));
 	state->durable_until = ReservedUntil(state);
 	state->durable_lsn = InvalidXLogRecPtr;
 	state->floor_ready = false;
 	state->floor_from_reservation = false;
+	state->floor_after_clean_shutdown = false;
 	state->floor_timestamp = 0;
 
 	/*
@@ -143,6 +166,7 @@ ReplayReservation(int64 until_unix_ms)
 	state->reservation_known = true;
 	if (!RaiseReservedUntil(state, timestamp))
 		return;
+	state->reservation_exact = false;
 	state->durable_until = timestamp;
 	/* Replay is the only writer now; the file keeps what recovery skips. */
 	WriteReservationFile(until_unix_ms);
@@ -193,6 +217,8 @@ FixFloorLocked(SharedState *state)
 	}
 
 	state->floor_from_reservation = state->reservation_known;
+	state->floor_after_clean_shutdown = state->reservation_known &&
+		state->reservation_exact;
 	state->floor_timestamp = floor;
 	pg_write_barrier();
 	state->floor_ready = true;

@@ -98,7 +98,11 @@ RefuseOutsidePrimaryLeader(void)
 
 /*
  * Logs, once per server start, that the clock is behind the reservation the
- * server resumed from: IDs then run ahead of the clock, or wait for it.
+ * server resumed from: IDs then run ahead of the clock, or wait for it.  A
+ * WARNING when they wait (the gap exceeds max_drift) or when the floor is
+ * not the newest ID of a clean shutdown (a crash, a promotion); otherwise
+ * the gap is the borrow of max_drift by the last IDs before a clean
+ * restart, normal operation, and a LOG line with the same numbers.
  */
 static void
 ReportClockBehindFloor(int64 floor)
@@ -109,15 +113,20 @@ ReportClockBehindFloor(int64 floor)
 	if (gap_ms <= 0 || !state->floor_from_reservation ||
 		!pg_atomic_compare_exchange_u32(&state->gap_reported, &expected, 1))
 		return;
-	ereport(WARNING,
+
+	bool waits = gap_ms > g_settings.max_drift_ms;
+	int level = waits || !state->floor_after_clean_shutdown ? WARNING : LOG;
+
+	ereport(level,
 			(errmsg("system clock is " INT64_FORMAT " ms behind the snowflake reservation",
 					gap_ms),
 			 errdetail("IDs continue above the reservation, which ends at %s.",
-					   timestamptz_to_str(UnixMsToTimestampTz(
-						   floor - 1 + g_settings.layout.epoch_ms))),
-			 gap_ms > g_settings.max_drift_ms ?
-			 errhint("snowflake_nextval() waits up to snowflake.clock_wait_timeout for "
-					 "the clock to come within snowflake.max_drift of them.") : 0));
+					   timestamptz_to_str(
+						   UnixMsToTimestampTz(floor - 1 + g_settings.layout.epoch_ms))),
+			 waits ?
+				 errhint("snowflake_nextval() waits up to snowflake.clock_wait_timeout for "
+						 "the clock to come within snowflake.max_drift of them.") :
+				 0));
 }
 
 /*
