@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Nothing that runs with more rights than its caller parses SQL text: a
 # background worker (connected as the bootstrap superuser) or code under
-# SetUserIdAndSecContext would resolve names that a schema owner controls
-# (security audit 2026-11-27, H1).  The extension's tables are touched by
+# SetUserIdAndSecContext would resolve names that a schema owner controls.
+# The extension's tables are touched by
 # OID instead (src/pg/extension_table.hpp).
 #
 # This lists every SPI call site under src/ (SPI_connect, SPI_execute*,

@@ -27,8 +27,8 @@ SELECT EXISTS (SELECT 1 FROM snowflake_leases AS l
 $$;
 SELECT count(*) AS held_at_start FROM snowflake_leases WHERE state = 'held' \gset
 
--- A PL/pgSQL loop of grants: a lease each (the audit's M3 took one lease
--- three times, so three generators shared a worker id).
+-- A PL/pgSQL loop of grants: a lease each (a loop that took one lease
+-- three times would let three generators share a worker id).
 DO $$
 DECLARE
     r record;

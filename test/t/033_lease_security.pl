@@ -1,24 +1,29 @@
-# The attacks of the 2026-11-24 security review of versions 1.3 and 1.4,
-# run against the lease design of 1.5 (leases in C, in shared memory, no
-# SECURITY DEFINER): each must fail now, and each check below fails on 1.4.
+# Worker-id leases resist the attacks that worked on the lease design of
+# 1.3 and 1.4 (SQL functions, SECURITY DEFINER, helpers found by name): run
+# against the design of 1.5 (leases in C, in shared memory, no SECURITY
+# DEFINER), each must fail now, and each check below fails on 1.4.  The
+# labels of the checks name the property:
 #
-# - H1: a role with CREATE on the extension's schema plants same-schema
-#   overloads with string parameters of every function name the extension
-#   has (and had in 1.4); leasing, renewing, releasing and a superuser's
-#   reading of snowflake_leases run none of them.
-# - H2: the database owner renames schema public and plants a new one with
-#   1.4's helper names; nothing planted runs.  H2b: the owner cannot drop
-#   the extension with its schema (the layout history would go with it); a
-#   superuser can, and the lease history survives the re-creation.
-# - H3: trojans planted before CREATE EXTENSION (and before a 1.4 install
-#   updated to 1.5) are bound into nothing: the view depends only on
-#   pg_catalog and the extension, and reading it promotes nobody.
-# - M2: a slow statement or an open transaction after a grant blocks no
-#   other role's renewal.  M3: a revocation blocks only its own worker id.
-#   M4: pg_dump by a non-superuser database owner works.
-# - L1: a lease belongs to the role that took it after SET ROLE.  L3:
-#   snowflake_lease_connection_alive() is gone, no function of the
-#   extension is SECURITY DEFINER or carries SET clauses.
+# - overloads: a role with CREATE on the extension's schema plants
+#   same-schema overloads with string parameters of every function name the
+#   extension has (and had in 1.4); leasing, renewing, releasing and a
+#   superuser's reading of snowflake_leases run none of them.
+# - renamed schema: the database owner renames schema public and plants a
+#   new one with 1.4's helper names; nothing planted runs.  schema drop: the
+#   owner cannot drop the extension with its schema (the layout history
+#   would go with it); a superuser can, and the lease history survives the
+#   re-creation.
+# - trojans before install: trojans planted before CREATE EXTENSION (and
+#   before a 1.4 install updated to 1.5) are bound into nothing: the view
+#   depends only on pg_catalog and the extension, and reading it promotes
+#   nobody.
+# - slow lease statements: a slow statement or an open transaction after a
+#   grant blocks no other role's renewal.  revocation: a revocation blocks
+#   only its own worker id.  pg_dump by the owner: pg_dump by a
+#   non-superuser database owner works.
+# - lease owner: a lease belongs to the role that took it after SET ROLE.
+#   no SECURITY DEFINER: snowflake_lease_connection_alive() is gone, no
+#   function of the extension is SECURITY DEFINER or carries SET clauses.
 # - (snowflake_lease_worker(...)).* takes one lease; a grant that the
 #   transaction rolls back (plainly, or read through a cursor) stays held,
 #   is never handed out again, and its token still renews.
@@ -183,7 +188,7 @@ SELECT coalesce(string_agg(pg_describe_object(d.refclassid, d.refobjid, d.refobj
                       AND e.refclassid = 'pg_extension'::regclass AND e.deptype = 'e'
                       AND e.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'snowflake'))};
 
-# --- H3: trojans planted before the extension is installed ---------------------
+# --- trojans planted before the extension is installed -------------------------
 
 # Look-alikes of what 1.4's view bound by name: better matches than
 # pg_catalog's for its argument types.
@@ -234,24 +239,24 @@ CREATE OPERATOR public.$name (LEFTARG = $left, RIGHTARG = $right, FUNCTION = pub
 }
 
 {
-	my $node = new_node('h3');
+	my $node = new_node('preinstall');
 	plant_install_trojans($node);
 	su_psql($node, 'CREATE EXTENSION snowflake SCHEMA public');
 	$node->safe_psql('appdb', 'CREATE ROLE svc LOGIN');
 	grant_leases($node, 'public', 'svc');
 	is(su_psql($node, "SELECT extversion FROM pg_extension WHERE extname = 'snowflake'"),
-		'1.5', 'H3: the fresh install is at 1.5');
+		'1.5', 'trojans before install: the fresh install is at 1.5');
 	is(su_psql($node, $view_foreign_deps), '',
-		'H3: after CREATE EXTENSION, snowflake_leases depends on nothing outside pg_catalog and the extension');
+		'trojans before install: after CREATE EXTENSION, snowflake_leases depends on nothing outside pg_catalog and the extension');
 
-	my $lease = split_lease(as_role($node, 'svc', lease_sql('public', 'svc-h3', '1 hour')));
+	my $lease = split_lease(as_role($node, 'svc', lease_sql('public', 'svc-preinstall', '1 hour')));
 	as_role($node, 'svc', "SELECT not_after FROM public.snowflake_renew_lease($lease->{token}, NULL::bigint)");
 	# As the monitoring query of docs/leases.md, with the default path too.
 	is( $node->safe_psql('appdb',
 			"SELECT count(*) FROM snowflake_leases WHERE token = $lease->{token} AND state = 'held'"),
-		'1', 'H3: a superuser reads the lease in snowflake_leases');
+		'1', 'trojans before install: a superuser reads the lease in snowflake_leases');
 	su_psql($node, 'SELECT * FROM public.snowflake_leases');
-	no_trojan_ran($node, 'appowner', 'H3 (CREATE EXTENSION)');
+	no_trojan_ran($node, 'appowner', 'trojans before install (CREATE EXTENSION)');
 	$node->stop;
 }
 
@@ -269,7 +274,7 @@ CREATE OPERATOR public.$name (LEFTARG = $left, RIGHTARG = $right, FUNCTION = pub
 		"SET search_path = pg_catalog, pg_temp;\n"
 		  . "CREATE EXTENSION snowflake SCHEMA public VERSION '1.0';\n"
 		  . "ALTER EXTENSION snowflake UPDATE TO '1.4'");
-	is($ret, 0, 'H3 (update): CREATE EXTENSION snowflake VERSION 1.0, updated to 1.4') or diag($err);
+	is($ret, 0, 'trojans before install (update): CREATE EXTENSION snowflake VERSION 1.0, updated to 1.4') or diag($err);
 	$node->safe_psql('appdb', 'CREATE ROLE svc LOGIN');
 	grant_leases($node, 'public', 'svc');
 	my (undef, undef, $refusal) = $node->psql('appdb',
@@ -277,7 +282,7 @@ CREATE OPERATOR public.$name (LEFTARG = $left, RIGHTARG = $right, FUNCTION = pub
 		extra_params => [ '-U', 'svc' ]);
 	like($refusal,
 		qr/snowflake 1\.4's SECURITY DEFINER functions are disabled under library 1\.5/,
-		'H3 (update): 1.4 functions refuse under library 1.5');
+		'trojans before install (update): 1.4 functions refuse under library 1.5');
 	$node->safe_psql('appdb', q{
 SET search_path = pg_catalog, pg_temp;
 INSERT INTO public.snowflake_worker_leases
@@ -289,21 +294,21 @@ SELECT 0, 127, 1, 'svc-under-1.4', 'svc', interval '1 hour', 3600000, '173568960
 	my $old = { worker_id => 127, token => 1 };
 	($ret, $out, $err) =
 	  $node->psql('appdb', "SET search_path = pg_catalog, pg_temp;\nALTER EXTENSION snowflake UPDATE TO '1.5'");
-	is($ret, 0, 'H3 (update): ALTER EXTENSION snowflake UPDATE TO 1.5') or diag($err);
+	is($ret, 0, 'trojans before install (update): ALTER EXTENSION snowflake UPDATE TO 1.5') or diag($err);
 	is(su_psql($node, $view_foreign_deps), '',
-		'H3 (update): after the update, snowflake_leases depends on nothing outside pg_catalog and the extension');
+		'trojans before install (update): after the update, snowflake_leases depends on nothing outside pg_catalog and the extension');
 	as_role($node, 'svc', "SELECT not_after FROM public.snowflake_renew_lease($old->{token}, NULL::bigint)");
 	my $new = split_lease(as_role($node, 'svc', lease_sql('public', 'svc-under-1.5', '1 hour')));
-	isnt($new->{worker_id}, $old->{worker_id}, 'H3 (update): the lease of 1.4 is carried over, its id not leased again');
+	isnt($new->{worker_id}, $old->{worker_id}, 'trojans before install (update): the lease of 1.4 is carried over, its id not leased again');
 	is( $node->safe_psql('appdb',
 			"SELECT string_agg(holder || ':' || state, ',' ORDER BY token) FROM snowflake_leases"),
 		'svc-under-1.4:held,svc-under-1.5:held',
-		'H3 (update): a superuser reads both leases in snowflake_leases');
-	no_trojan_ran($node, 'appowner', 'H3 (1.4 updated to 1.5)');
+		'trojans before install (update): a superuser reads both leases in snowflake_leases');
+	no_trojan_ran($node, 'appowner', 'trojans before install (1.4 updated to 1.5)');
 	$node->stop;
 }
 
-# --- H1: same-schema overloads, planted after installation ---------------------
+# --- same-schema overloads, planted after installation -------------------------
 
 my $node = new_node('sec');
 su_psql($node, 'CREATE EXTENSION snowflake SCHEMA public');
@@ -363,26 +368,26 @@ ok( su_psql(
 		$node,
 		"SELECT count(*) FROM pg_proc WHERE proowner = 'mallory'::regrole AND proname LIKE 'snowflake%'")
 	  > 40,
-	'H1: mallory planted string-typed overloads of every function name');
+	'overloads: mallory planted string-typed overloads of every function name');
 
 {
-	my $a = split_lease(as_role($node, 'svc', lease_sql('public', 'svc-h1', '1 hour')));
+	my $a = split_lease(as_role($node, 'svc', lease_sql('public', 'svc-overloads', '1 hour')));
 	my ($ret, $out, $err) = try_as_role($node, 'svc',
 		"SELECT not_after FROM public.snowflake_renew_lease($a->{token}, NULL::bigint, clock_timestamp())");
-	is($ret, 0, 'H1: the service renews its lease') or diag($err);
+	is($ret, 0, 'overloads: the service renews its lease') or diag($err);
 	($ret, $out, $err) = try_as_role($node, 'svc',
 		"SELECT not_after FROM public.snowflake_renew_lease($a->{token}, NULL::bigint)");
-	is($ret, 0, 'H1: the service renews its lease without client_time') or diag($err);
+	is($ret, 0, 'overloads: the service renews its lease without client_time') or diag($err);
 	($ret, $out, $err) = try_as_role($node, 'svc',
 		"SELECT public.snowflake_release_lease($a->{token}, NULL::bigint)");
-	is($out, 't', 'H1: the service releases its lease') or diag($err);
+	is($out, 't', 'overloads: the service releases its lease') or diag($err);
 	# A superuser reads the view, the default path with public on it.
 	$node->safe_psql('appdb', 'SELECT * FROM snowflake_leases');
 	$node->safe_psql('appdb', 'SELECT * FROM snowflake_workers');
-	no_trojan_ran($node, 'mallory', 'H1');
+	no_trojan_ran($node, 'mallory', 'overloads');
 }
 
-# --- L3: no SECURITY DEFINER, no SET clauses, no connection_alive --------------
+# --- no SECURITY DEFINER, no SET clauses, no connection_alive ------------------
 
 # The extension's functions (mallory's overloads are not members).
 my $extension_functions = q{
@@ -396,11 +401,11 @@ is( su_psql(
 	  . su_psql($node,
 		"SELECT to_regprocedure('public.snowflake_lease_connection_alive(integer, timestamptz)') IS NULL"),
 	'0|t',
-	'L3: snowflake_lease_connection_alive() no longer exists');
+	'no SECURITY DEFINER: snowflake_lease_connection_alive() no longer exists');
 is( su_psql(
 		$node, "SELECT count(*) FILTER (WHERE p.prosecdef) || '|' || (count(*) > 10) $extension_functions"),
 	'0|true',
-	'L3: no function of the extension is SECURITY DEFINER');
+	'no SECURITY DEFINER: no function of the extension is SECURITY DEFINER');
 # snowflake_convert_column() (1.2) and snowflake_publication_tables() (1.5),
 # both SECURITY INVOKER, keep only pg_catalog on their path; no other
 # function has a SET clause.
@@ -411,7 +416,7 @@ is( su_psql(
 		    AND NOT (p.proname IN ('snowflake_convert_column', 'snowflake_publication_tables')
 		             AND p.proconfig = '{\"search_path=pg_catalog, pg_temp\"}')"),
 	'',
-	'L3: no function of the extension has a SET clause (but two safe paths)');
+	'no SECURITY DEFINER: no function of the extension has a SET clause (but two safe paths)');
 
 # --- one lease per (snowflake_lease_worker(...)).* -----------------------------
 
@@ -427,7 +432,7 @@ is( su_psql(
 		'1', '(snowflake_lease_worker(...)).*: one lease of holder x');
 }
 
-# --- L1: ownership by the role that leased -------------------------------------
+# --- ownership by the role that leased -----------------------------------------
 
 {
 	$node->safe_psql(
@@ -440,45 +445,45 @@ CREATE ROLE pool LOGIN NOINHERIT IN ROLE tenant_a, tenant_b;
 	# owner of every lease taken through it).
 	grant_leases($node, 'public', 'tenant_a, tenant_b, pool');
 	my $lease = split_lease(as_role($node, 'pool', "SET ROLE tenant_a;\n" . lease_sql('public', 'tenant-a', '1 hour')));
-	ok($lease->{token} > 0, 'L1: tenant_a leases through pool');
+	ok($lease->{token} > 0, 'lease owner: tenant_a leases through pool');
 	my ($ret, $out, $err) = try_as_role($node, 'pool',
 		"SET ROLE tenant_b;\nSELECT not_after FROM public.snowflake_renew_lease($lease->{token}, NULL::bigint)");
 	like($err, qr/ERROR:  42501: snowflake lease $lease->{token} belongs to another role/,
-		'L1: tenant_b cannot renew tenant_a\'s lease (42501)');
+		'lease owner: tenant_b cannot renew tenant_a\'s lease (42501)');
 	($ret, $out, $err) = try_as_role($node, 'pool',
 		"SET ROLE tenant_b;\nSELECT public.snowflake_release_lease($lease->{token}, NULL::bigint)");
 	like($err, qr/ERROR:  42501: snowflake lease $lease->{token} belongs to another role/,
-		'L1: tenant_b cannot release tenant_a\'s lease (42501)');
+		'lease owner: tenant_b cannot release tenant_a\'s lease (42501)');
 	($ret, $out, $err) = try_as_role($node, 'pool',
 		"SELECT not_after FROM public.snowflake_renew_lease($lease->{token}, NULL::bigint)");
 	like($err, qr/ERROR:  42501: snowflake lease $lease->{token} belongs to another role/,
-		'L1: pool itself, the login role, cannot renew tenant_a\'s lease (42501)');
+		'lease owner: pool itself, the login role, cannot renew tenant_a\'s lease (42501)');
 	is( su_psql($node,
 			"SELECT holder_role || ':' || state FROM public.snowflake_leases WHERE token = $lease->{token}"),
 		'tenant_a:held',
-		'L1: the view shows holder_role tenant_a, the lease held');
+		'lease owner: the view shows holder_role tenant_a, the lease held');
 	($ret, $out, $err) = try_as_role($node, 'pool',
 		"SET ROLE tenant_a;\nSELECT 'renewed' FROM public.snowflake_renew_lease($lease->{token}, NULL::bigint)");
-	is($out, 'renewed', 'L1: tenant_a renews its lease') or diag($err);
+	is($out, 'renewed', 'lease owner: tenant_a renews its lease') or diag($err);
 	($ret, $out, $err) = try_as_role($node, 'pool',
 		"SET ROLE tenant_a;\nSELECT public.snowflake_release_lease($lease->{token}, NULL::bigint)");
-	is($out, 't', 'L1: tenant_a releases its lease') or diag($err);
+	is($out, 't', 'lease owner: tenant_a releases its lease') or diag($err);
 }
 
-# --- M4: pg_dump by the database owner -----------------------------------------
+# --- pg_dump by the database owner ---------------------------------------------
 
 {
 	my $held = split_lease(as_role($node, 'svc', lease_sql('public', 'dump-holder-7f3a', '1 hour')));
 	my $dump = "$PostgreSQL::Test::Utils::tmp_check/appdb.sql";
 	$node->command_ok([ 'pg_dump', '-U', 'appowner', '-d', 'appdb', '-f', $dump ],
-		'M4: pg_dump by the non-superuser database owner succeeds');
+		'pg_dump by the owner: pg_dump by the non-superuser database owner succeeds');
 	my $text = -f $dump ? slurp_file($dump) : '';
-	unlike($text, qr/dump-holder-7f3a|snowflake_worker_leases/, 'M4: the dump holds no lease data');
-	like($text, qr/CREATE EXTENSION IF NOT EXISTS snowflake/, 'M4: the dump creates the extension');
+	unlike($text, qr/dump-holder-7f3a|snowflake_worker_leases/, 'pg_dump by the owner: the dump holds no lease data');
+	like($text, qr/CREATE EXTENSION IF NOT EXISTS snowflake/, 'pg_dump by the owner: the dump creates the extension');
 	as_role($node, 'svc', "SELECT public.snowflake_release_lease($held->{token}, NULL::bigint)");
 }
 
-# --- M2: slow lease statements and open transactions block nobody ---------------
+# --- slow lease statements and open transactions block nobody ---------------
 
 {
 	$node->safe_psql('appdb', 'CREATE ROLE orders_svc LOGIN; CREATE ROLE billing_svc LOGIN;');
@@ -504,16 +509,16 @@ SELECT s.token, pg_sleep(0.01), pg_advisory_lock(4242)
 			'appdb', qq{
 SELECT state = 'active' AND wait_event = 'advisory'
   FROM pg_stat_activity WHERE pid = $billing_pid}),
-		'M2: billing\'s statement has leased and slept, and waits at the gate');
+		'slow lease statements: billing\'s statement has leased and slept, and waits at the gate');
 	is(su_psql($node, "SELECT count(*) FROM public.snowflake_leases WHERE holder = 'b'"),
-		'1', 'M2: the running statement\'s lease is in snowflake_leases');
+		'1', 'slow lease statements: the running statement\'s lease is in snowflake_leases');
 	my ($ret, $out, $err) = try_as_role($node, 'orders_svc',
 		"SELECT 'renewed' FROM public.snowflake_renew_lease($orders->{token}, NULL::bigint)");
-	is($out, 'renewed', 'M2: orders_svc renews while billing\'s lease statement runs') or diag($err);
+	is($out, 'renewed', 'slow lease statements: orders_svc renews while billing\'s lease statement runs') or diag($err);
 	is( su_psql($node,
 			"SELECT state || ':' || wait_event FROM pg_stat_activity WHERE pid = $billing_pid"),
 		'active:advisory',
-		'M2: billing\'s statement was still running during the renewal');
+		'slow lease statements: billing\'s statement was still running during the renewal');
 	$gate->query_safe('SELECT pg_advisory_unlock(4242)');
 	$billing->query_safe('SELECT pg_advisory_unlock_all()');
 
@@ -521,15 +526,15 @@ SELECT state = 'active' AND wait_event = 'advisory'
 	$billing->query('BEGIN; ' . lease_sql('public', 'b2', '1 second'));
 	ok( $node->poll_query_until(
 			'appdb', qq{SELECT state LIKE 'idle in transaction%' FROM pg_stat_activity WHERE pid = $billing_pid}),
-		'M2: billing holds a transaction open after a grant');
+		'slow lease statements: billing holds a transaction open after a grant');
 	($ret, $out, $err) = try_as_role($node, 'orders_svc',
 		"SELECT 'renewed' FROM public.snowflake_renew_lease($orders->{token}, NULL::bigint)");
-	is($out, 'renewed', 'M2: orders_svc renews while billing\'s transaction is open') or diag($err);
+	is($out, 'renewed', 'slow lease statements: orders_svc renews while billing\'s transaction is open') or diag($err);
 	is(su_psql($node, "SELECT state FROM pg_stat_activity WHERE pid = $billing_pid"),
-		'idle in transaction', 'M2: billing\'s transaction was still open during the renewal');
+		'idle in transaction', 'slow lease statements: billing\'s transaction was still open during the renewal');
 	($ret, $out, $err) = try_as_role($node, 'orders_svc',
 		"SELECT public.snowflake_release_lease($orders->{token}, NULL::bigint)");
-	is($out, 't', 'M2: orders_svc releases while billing\'s transaction is open') or diag($err);
+	is($out, 't', 'slow lease statements: orders_svc releases while billing\'s transaction is open') or diag($err);
 	$billing->query('ROLLBACK');
 	$billing->quit;
 	$gate->quit;
@@ -578,7 +583,7 @@ ROLLBACK;});
 	$node->stop;
 }
 
-# --- M3: a revocation blocks only its own worker id -----------------------------
+# --- a revocation blocks only its own worker id -----------------------------
 
 {
 	my $node = new_node('revoke');
@@ -586,18 +591,18 @@ ROLLBACK;});
 	$node->safe_psql('appdb', 'CREATE ROLE svc LOGIN');
 	grant_leases($node, 'public', 'svc');
 	my @leases = map { split_lease(as_role($node, 'svc', lease_sql('public', "svc-$_", '12 hours'))) } 1 .. 4;
-	is(scalar(keys %{ { map { $_->{worker_id} => 1 } @leases } }), 4, 'M3: svc holds all 4 worker ids for 12 hours');
+	is(scalar(keys %{ { map { $_->{worker_id} => 1 } @leases } }), 4, 'revocation: svc holds all 4 worker ids for 12 hours');
 	is(su_psql($node, "SELECT public.snowflake_release_lease($leases[0]{token}, NULL::bigint)"),
-		't', 'M3: a superuser revokes one lease');
+		't', 'revocation: a superuser revokes one lease');
 	is(as_role($node, 'svc', "SELECT public.snowflake_release_lease($leases[1]{token}, NULL::bigint)"),
-		't', 'M3: svc releases another normally');
+		't', 'revocation: svc releases another normally');
 	my ($ret, $out, $err) = try_as_role($node, 'svc', lease_sql('public', 'svc-next', '12 hours'));
-	is($ret, 0, 'M3: the next request is granted at once (no 53400)') or diag($err);
-	is(split_lease($out)->{worker_id}, $leases[1]{worker_id}, 'M3: it gets the normally released worker id');
+	is($ret, 0, 'revocation: the next request is granted at once (no 53400)') or diag($err);
+	is(split_lease($out)->{worker_id}, $leases[1]{worker_id}, 'revocation: it gets the normally released worker id');
 	$node->stop;
 }
 
-# --- H2 and H2b: the database owner renames and drops the extension's schema ---
+# --- the database owner renames and drops the extension's schema ---
 
 {
 	my $node = new_node('rename');
@@ -673,32 +678,32 @@ END $f$;
 		return ($ret, $out, $err);
 	};
 	my ($ret, $out, $err) =
-	  $svc_sql->("SELECT token FROM snowflake_lease_worker('svc-h2', interval '1 hour')");
+	  $svc_sql->("SELECT token FROM snowflake_lease_worker('svc-renamed', interval '1 hour')");
 	my $token = $out;
-	is($ret, 0, 'H2: the service leases after the rename') or diag($err);
+	is($ret, 0, 'renamed schema: the service leases after the rename') or diag($err);
 	($ret, $out, $err) = $svc_sql->("SELECT 'renewed' FROM snowflake_renew_lease(${token}::bigint, NULL::bigint)");
-	is($out, 'renewed', 'H2: the service renews') or diag($err);
+	is($out, 'renewed', 'renamed schema: the service renews') or diag($err);
 	($ret, $out, $err) = $svc_sql->("SELECT snowflake_release_lease(${token}::bigint, NULL::bigint)");
-	is($out, 't', 'H2: the service releases') or diag($err);
+	is($out, 't', 'renamed schema: the service releases') or diag($err);
 	# appowner, granted too, tries the live lease of svc (as 1.4's attack A did).
 	($ret, $out, $err) = $node->psql('appdb', "SELECT count(*) FROM snowpub.snowflake_release_lease($live->{token}, NULL::bigint)",
 		extra_params => [ '-U', 'appowner' ]);
 	$node->safe_psql('appdb', 'SELECT * FROM snowpub.snowflake_leases');
-	no_trojan_ran($node, 'appowner', 'H2');
+	no_trojan_ran($node, 'appowner', 'renamed schema');
 
-	# H2b: the owner's DROP SCHEMA ... CASCADE would drop the extension, and
+	# schema drop: the owner's DROP SCHEMA ... CASCADE would drop the extension, and
 	# the layout history with it: refused.
 	($ret, $out, $err) = try_as_role($node, 'appowner', 'DROP SCHEMA snowpub CASCADE');
 	like($err, qr/ERROR:  42501: only a superuser can drop the snowflake extension\n.*DETAIL:  Its table snowflake_layout holds the layout history/s,
-		'H2b: DROP SCHEMA ... CASCADE by the database owner is refused');
+		'schema drop: DROP SCHEMA ... CASCADE by the database owner is refused');
 	is( su_psql(
 			$node, "SELECT count(*) FROM pg_extension AS e JOIN pg_namespace AS n ON n.oid = e.extnamespace
 			  WHERE e.extname = 'snowflake' AND n.nspname = 'snowpub'"),
-		'1', 'H2b: the extension, and its layout history, are still there');
+		'1', 'schema drop: the extension, and its layout history, are still there');
 	# A superuser may.
 	su_psql($node, 'DROP SCHEMA snowpub CASCADE');
 	is(su_psql($node, "SELECT count(*) FROM pg_extension WHERE extname = 'snowflake'"),
-		'0', 'H2b: a superuser dropped the extension with its schema');
+		'0', 'schema drop: a superuser dropped the extension with its schema');
 	su_psql(
 		$node, q{
 DROP SCHEMA public CASCADE;
@@ -711,7 +716,7 @@ CREATE EXTENSION snowflake SCHEMA public;
 	is( su_psql($node,
 			"SELECT worker_id || ':' || state FROM public.snowflake_leases WHERE token = $live->{token}"),
 		"$live->{worker_id}:held",
-		'H2b: the live 1-hour lease is still in snowflake_leases after the re-creation');
+		'schema drop: the live 1-hour lease is still in snowflake_leases after the re-creation');
 	# Lease every id there is: none may overlap the live lease's window.
 	my $overlaps = 0;
 	my $granted = 0;
@@ -726,8 +731,8 @@ CREATE EXTENSION snowflake SCHEMA public;
 		  && $lease->{not_before} < $live->{not_after} - 1;
 		$overlaps++ if $lease->{token} <= $live->{token};
 	}
-	ok($granted >= 3, "H2b: the other worker ids are leased after the re-creation ($granted)");
-	is($overlaps, 0, 'H2b: no new grant overlaps the live lease\'s window or reuses its token');
+	ok($granted >= 3, "schema drop: the other worker ids are leased after the re-creation ($granted)");
+	is($overlaps, 0, 'schema drop: no new grant overlaps the live lease\'s window or reuses its token');
 	$node->stop;
 }
 

@@ -1,5 +1,6 @@
-# Nothing privileged finds the extension's tables by a schema name
-# (security audit 2026-11-27, H1 and N5).
+# Nothing privileged finds the extension's tables by a schema name: a
+# schema owner who swaps schema names cannot make the registry worker or
+# the layout recording run a look-alike table, view or trigger.
 #
 # snowflake.database belongs to "app", a non-superuser, who thereby owns
 # schema public, where a superuser installed the extension.  app plants a

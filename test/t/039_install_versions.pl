@@ -1,4 +1,5 @@
-# A fresh install builds 1.5 and nothing older (2026-11-27 review, M1).
+# A fresh install builds 1.5 and nothing older, and a database left at 1.4
+# cannot run 1.4's SECURITY DEFINER functions under library 1.5.
 #
 # - The shipped files: CREATE EXTENSION snowflake VERSION 'X' fails for
 #   every X from 1.0 to 1.4 with 0A000, saying why and what to run; plain
@@ -12,9 +13,9 @@
 #   never runs them, and CREATE EXTENSION runs a version's own script
 #   rather than a path from 1.0.
 # - A database at 1.4 under library 1.5: each of 1.4's SECURITY DEFINER
-#   functions is refused (55000) before its body runs, the audit's attack
-#   (rename the schema, plant snowflake_lease_held) makes nobody a
-#   superuser, and the first snowflake_nextval() of a session warns.
+#   functions is refused (55000) before its body runs, renaming the schema
+#   and planting the helper such a function calls (snowflake_lease_held)
+#   makes nobody a superuser, and the first snowflake_nextval() of a session warns.
 # - The update chain step by step, with leases of 1.4 carried over:
 #   test/old_versions/sql/upgrade.sql, run with pg_regress on the relocated
 #   copy.
@@ -201,7 +202,7 @@ SELECT string_agg(p.proname, ',' ORDER BY p.proname)
 my %definer_calls = (
 	snowflake_lease_connection_alive =>
 	  'SELECT snowflake_lease_connection_alive(pg_backend_pid(), now())',
-	snowflake_lease_worker => "SELECT * FROM snowflake_lease_worker('m1', interval '1 hour')",
+	snowflake_lease_worker => "SELECT * FROM snowflake_lease_worker('definer', interval '1 hour')",
 	snowflake_renew_lease => 'SELECT * FROM snowflake_renew_lease(1, NULL)',
 	snowflake_release_lease => 'SELECT snowflake_release_lease(1, NULL)');
 for my $function (sort keys %definer_calls)
@@ -211,7 +212,7 @@ for my $function (sort keys %definer_calls)
 		"1.4's $function() is refused under library 1.5 (55000), with the database to update");
 }
 is( messages_of(
-		$old, 'leasedb', "SELECT * FROM snowflake_lease_worker('m1', interval '1 hour')", 'app'),
+		$old, 'leasedb', "SELECT * FROM snowflake_lease_worker('definer', interval '1 hour')", 'app'),
 	refusal_of_definer('snowflake_lease_worker', 'leasedb'),
 	'the same for a role granted the function');
 my ($ret, $out, $err);
@@ -232,8 +233,7 @@ is( messages_of($old, 'at13', 'SELECT snowflake_nextval() > 0'),
 	warning_of_version('1.3', 'at13'),
 	"a session's first ID in a database at 1.3 warns, once");
 
-# The audit's attack (repro/M1_v14_definer_functions_under_15_library.sh):
-# the owner of the database, and so of schema public, renames it and plants
+# The attack on 1.4's SECURITY DEFINER functions: the owner of the database, and so of schema public, renames it and plants
 # the helper that 1.4's snowflake_release_lease() calls first.
 ($ret, $out, $err) = $old->psql(
 	'leasedb', q{
@@ -259,10 +259,10 @@ SELECT snowpub.snowflake_release_lease(1, NULL);
 },
 	extra_params => [ '-U', 'app' ]);
 is(messages($err), refusal_of_definer('snowflake_release_lease', 'leasedb'),
-	'M1 attack: the renamed 1.4 definer function is refused before its body runs');
-unlike($err, qr/planted code runs/, 'M1 attack: the planted helper never runs');
+	'definer attack: the renamed 1.4 definer function is refused before its body runs');
+unlike($err, qr/planted code runs/, 'definer attack: the planted helper never runs');
 is($old->safe_psql('postgres', "SELECT rolsuper FROM pg_roles WHERE rolname = 'app'"),
-	'f', 'M1 attack: the schema owner is no superuser');
+	'f', 'definer attack: the schema owner is no superuser');
 
 # At every start of the server, the registry worker's first round says it in
 # the log for the database it runs in.

@@ -1,5 +1,5 @@
-# The text a lease carries is valid in every database of the server (the
-# 2026-11-27 review's L1): leases belong to the server, and a holder given
+# The text a lease carries is valid in every database of the server:
+# leases belong to the server, and a holder given
 # in a SQL_ASCII database was shown as invalid UTF-8 in every UTF8 one,
 # where monitoring queries then failed.
 #

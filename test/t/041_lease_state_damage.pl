@@ -1,9 +1,7 @@
 # A damaged $PGDATA/snowflake.lease_state stops the server at start, naming
-# the file, the block and the fix, instead of forgetting a lease (audit
-# 2026-11-27, L3):
-#   - a block of zeros (the audit's steps: two one-hour leases, a clean stop,
-#     the second lease's block zeroed), of a worker id leased or never
-#     leased;
+# the file, the block and the fix, instead of forgetting a lease:
+#   - a block of zeros (two one-hour leases, a clean stop, the second
+#     lease's block zeroed), of a worker id leased or never leased;
 #   - a torn block (garbage in it: its checksum is wrong);
 #   - a header of zeros;
 # and a file of version 1.5 (its header, zeros for the worker ids never
@@ -59,7 +57,7 @@ sub refuses
 	restore_file();
 }
 
-# The audit's steps: B's block zeroed.
+# Two one-hour leases, a clean stop: B's block zeroed.
 write_lease_block($file, $b_worker, "\0" x 512);
 refuses('a zeroed block of a lease',
 	"Block $b_worker, the lease state of worker id $b_worker, holds only zeros.");

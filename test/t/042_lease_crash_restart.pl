@@ -1,5 +1,4 @@
-# Leases across crashes of PostgreSQL alone, and of the machine (audit
-# 2026-11-27, N2).  Renewals and a holder's releases are written into
+# Leases across crashes of PostgreSQL alone, and of the machine.  Renewals and a holder's releases are written into
 # $PGDATA/snowflake.lease_state but not fsynced; a crash of PostgreSQL alone
 # loses none of them (the kernel's page cache outlives the processes), so
 # after it the leases are exactly as they were:

@@ -1,5 +1,5 @@
-# Tokens across an asynchronous failover (audit 2026-11-27, M2).  An
-# asynchronous standby that missed a grant is promoted; the tokens it grants
+# Tokens across an asynchronous failover: a lost grant's token is never
+# handed out again.  An asynchronous standby that missed a grant is promoted; the tokens it grants
 # lie above the millisecond of its promotion times 1024, above every token
 # the old primary granted, so the lost grant's token is never handed out
 # again, and its holder's renewal on the new primary fails with SQLSTATE

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# test/README.md is the map from a claim to its test, so it must name every
+# test file, and nothing that is gone.  Fails (exit 1), naming the files,
+# when
+#   - a test file is not named in test/README.md as `path` (in backquotes,
+#     from the repository root), or
+#   - test/README.md names a path under test/ or bench/ that does not exist:
+#     as `path` (globs such as `test/check-*.sh` aside), or as the target of
+#     a link relative to test/ (links to the docs are the link checker's).
+# The test files: test/t/*.pl, test/sql/*.sql, test/specs/*.spec,
+# test/old_versions/sql/*.sql, test/unit/*.cpp, the scripts and programs of
+# test/clients/ and its client folders, test/fuzz/*, bench/*.sh.
+#
+#   bash test/check-test-map.sh
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+map=test/README.md
+if [ ! -f "$map" ]; then
+	echo "check-test-map: $map is missing" >&2
+	exit 1
+fi
+
+shopt -s nullglob
+test_files=()
+for f in test/t/*.pl test/sql/*.sql test/specs/*.spec test/old_versions/sql/*.sql \
+	test/unit/*.cpp test/clients/*.sh test/clients/*.py \
+	test/clients/*/*.py test/clients/*/*.js test/clients/*/*.go test/clients/*/*.java \
+	test/fuzz/* bench/*.sh; do
+	[ -f "$f" ] && test_files+=("$f")
+done
+
+# Every `path` of the map, one a line.
+# shellcheck disable=SC2016 # backquotes in the pattern, not an expansion
+named=$(grep -o '`[^`]*`' "$map" | tr -d '`' | sort -u)
+status=0
+missing=0
+for f in "${test_files[@]}"; do
+	if ! grep -qxF -- "$f" <<<"$named"; then
+		echo "check-test-map: $f is not in $map" >&2
+		missing=$((missing + 1))
+		status=1
+	fi
+done
+
+# Paths the map names that do not exist.
+gone=0
+while IFS= read -r path; do
+	case $path in
+	*[*?[\ ]*) continue ;;
+	test/* | bench/*) ;;
+	*) continue ;;
+	esac
+	if [ ! -e "$path" ]; then
+		echo "check-test-map: $map names $path, which does not exist" >&2
+		gone=$((gone + 1))
+		status=1
+	fi
+done <<<"$named"
+while IFS= read -r target; do
+	path=$(realpath -m --relative-to="$top" "test/${target%%#*}")
+	case $path in
+	test/* | bench/*) ;;
+	*) continue ;;
+	esac
+	if [ ! -e "$path" ]; then
+		echo "check-test-map: $map links to $target ($path), which does not exist" >&2
+		gone=$((gone + 1))
+		status=1
+	fi
+done < <(grep -o '](\([^)#:]*\)' "$map" | sed 's/^](//' | sort -u)
+
+if [ "$status" -eq 0 ]; then
+	echo "check-test-map: ok, $map names all ${#test_files[@]} test files"
+else
+	echo "check-test-map: $missing test files missing from $map, $gone paths in it that do not exist" >&2
+fi
+exit "$status"
