@@ -5,7 +5,9 @@
 # directory, ini blocks checked against pg_settings; blocks marked
 # <!-- not run: REASON --> skipped), their links checked
 # (test/docs/check_links.py: files exist, #anchors are headings; README.md
-# has at most 250 lines), and first the runner's self-test
+# has at most 250 lines), the blocks marked <!-- tested: NAME --> of every
+# page compared with the client tests (test/clients/docs_sync.py), and
+# first the runner's self-test
 # (run_blocks.py --self-test: the pages of test/docs/fixtures/ fail exactly
 # as they announce).  Starts a throwaway PostgreSQL cluster (the pg_ctl on
 # PATH: run-tests.sh runs this tier against 15) with
@@ -73,6 +75,15 @@ if "$python" "$here/run_blocks.py" --self-test --workdir "$tmp/self-test" >"$tmp
 else
 	status=1
 	cat "$tmp/self-test.log"
+fi
+# The blocks marked <!-- tested: NAME --> on every page, not only the two
+# pages the clients tier gives it, equal the client tests' regions.
+if "$python" "$top/test/clients/docs_sync.py" "$top/README.md" "$top"/docs/*.md "$top/test/clients" \
+	>"$tmp/tested.log" 2>&1; then
+	sed -n 's/^docs: \(.*\)/tested blocks (test\/clients\/docs_sync.py): \1/p' "$tmp/tested.log"
+else
+	status=1
+	grep -v '^ok ' "$tmp/tested.log"
 fi
 "$python" "$here/check_links.py" --root "$top" || status=1
 "$python" "$here/run_blocks.py" --root "$top" --workdir "$tmp/blocks" || status=1

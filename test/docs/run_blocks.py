@@ -6,19 +6,25 @@ as DOCS-CONVENTIONS says, against the server of PGHOST/PGPORT/PGUSER
                  verbose, for the SQLSTATE), in page order, in a fresh
                  database per page, docs_<page>; the extension is created
                  first unless the page's first sql block creates it.
+                 Roles are the cluster's: those a page created are
+                 dropped when the page ends.
                  <!-- error: SQLSTATE -->: the block must fail, in its last
                  statement, with that SQLSTATE.
   sh bash shell  each block with bash -euo pipefail, in a scratch directory
                  of the page, with PGHOST, PGPORT, PGUSER and PGDATABASE
-                 (the page's database) exported.
+                 (the page's database) exported and HOME the scratch
+                 directory.  A block that leaves a process running (a
+                 server started in the background) fails, and the
+                 process is stopped.
   ini            every line is a comment or `name = value` (a trailing
                  `# comment` allowed), naming a setting of the server
                  (pg_settings), with a value of its type.
   text, output and client languages (python, js, java, go, ...): not run;
   <!-- tested: NAME --> blocks are covered by test/clients/docs_sync.py.
 
-What fails: a block that fails as above; a fence without a language, or
-with one the tier does not know; <!-- not run: --> without a reason; a
+Each block may take DOCS_BLOCK_TIMEOUT seconds (default 60).  What fails:
+a block that fails as above or takes longer; a fence without a language,
+or with one the tier does not know (the sets below); <!-- not run: --> without a reason; a
 marker that is malformed or not on the line right before its fence.
 Prints one line per failed block (page:line, the command, the error) and
 last
@@ -117,14 +123,39 @@ class Runner:
 
     # ------------------------------------------------------------ the pages
     def run_page(self, path):
-        path = self._path = pathlib.Path(path).resolve()
+        path = pathlib.Path(path).resolve()
         first_failure = len(self.failures)
         self._run_page(path)
         # The page's failures in line order.
         self.failures[first_failure:] = sorted(self.failures[first_failure:],
                                                key=lambda f: f[1])
 
+    def roles(self):
+        r = self.psql("postgres", "-At", "-c", "SELECT rolname FROM pg_roles")
+        return set(r.stdout.split()) if r.returncode == 0 else set()
+
+    def drop_roles(self, path, db, roles):
+        """Roles are the cluster's, not the page's database's: those a page
+        created go with it, so that the next page starts as fresh."""
+        names = ", ".join(f'"{r}"' for r in sorted(roles))
+        for where, sql in [(db, f"DROP OWNED BY {names}"), ("postgres", f"DROP OWNED BY {names}"),
+                           ("postgres", f"DROP ROLE {names}")]:
+            r = self.psql(where, "-c", sql)
+            if r.returncode != 0:
+                self.fail(path, 1, f"the roles the page created ({names}) could not be dropped: "
+                          f"{sql}: {short(r.stderr)}")
+                return
+
     def _run_page(self, path):
+        roles_before = self.roles()
+        made = self._run_blocks(path)
+        if made:
+            new = self.roles() - roles_before
+            if new:
+                self.drop_roles(path, made, new)
+
+    def _run_blocks(self, path):
+        """Runs the page's blocks; the name of its database if it made one."""
         page = markdown.parse(path.read_text())
         name = self.rel(path)
         for line, problem in page.problems:
@@ -132,10 +163,9 @@ class Runner:
         db = "docs_" + re.sub(r"[^a-z0-9]+", "_", path.stem.lower()).strip("_")
         scratch = self.workdir / db
         ready = None                  # None: the database is not made yet
-        runnable = [b for b in page.blocks if self.kind(b) in ("sql", "sh")]
-        first_sql = next((b for b in runnable if self.kind(b) == "sql"), None)
-        for b in page.blocks:
-            kind = self.kind(b)
+        kinds = [self.kind(path, b) for b in page.blocks]
+        first_sql = next((b for b, k in zip(page.blocks, kinds) if k == "sql"), None)
+        for b, kind in zip(page.blocks, kinds):
             if kind == "bad":
                 continue
             if kind in ("sql", "sh") and ready is None:
@@ -159,17 +189,11 @@ class Runner:
             elif kind == "ini":
                 self.counts["ini"] += 1
                 self.check_ini(path, b)
+        return db if ready else None
 
-    def kind(self, b):
+    def kind(self, path, b):
         """What to do with a block: sql, sh, ini, tested, not run
-        (marked, output, client), or bad (a failure already recorded)."""
-        if hasattr(b, "kind"):
-            return b.kind
-        b.kind = self._kind(b)
-        return b.kind
-
-    def _kind(self, b):
-        path = self.current_path(b)
+        (marked, output, client), or bad (a failure recorded)."""
         marker, arg = b.marker or (None, None)
         if not b.lang:
             self.fail(path, b.line, "a fence without a language (say sql, sh, ini, text, "
@@ -204,9 +228,6 @@ class Runner:
         self.fail(path, b.line, f"a fence in a language the docs tier does not know: {b.lang} "
                   f"(it knows {known})")
         return "bad"
-
-    def current_path(self, b):
-        return self._path
 
     def run_pages(self, paths):
         for p in paths:
