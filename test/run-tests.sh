@@ -23,11 +23,15 @@
 #      default 3),
 #   9. the clients tier: psycopg 3, SQLAlchemy, Django, node-postgres,
 #      JDBC and Go (pgx) against a throwaway cluster (test/clients/run.sh),
-#  10. the fuzz tier: sqlsmith's random queries and a targeted fuzzer of
+#  10. against PostgreSQL 15 only, the docs tier: the sql and sh blocks
+#      of README.md and docs/*.md run and their ini blocks checked, on a
+#      throwaway cluster, and their links checked (test/docs/run.sh, a few
+#      seconds),
+#  11. the fuzz tier: sqlsmith's random queries and a targeted fuzzer of
 #      every function and setting, against a throwaway cluster, for crashes,
 #      hangs, internal errors and duplicate IDs (test/fuzz/run.sh, about
 #      two minutes),
-#  11. pg_regress and isolation again, with the extension built with
+#  12. pg_regress and isolation again, with the extension built with
 #      -DUSE_ASSERT_CHECKING (make ASSERTS=1), so its Assert()s run, and
 #      TAP and the fuzz tier as well against the last version; the build
 #      without them is installed again afterwards.
@@ -35,7 +39,7 @@
 # each tier and of each version, and last one line:
 #   snowflake: N passed, N failed
 #
-#   SNOWFLAKE_PG_VERSIONS  the PostgreSQL major versions that tiers 5 to 11
+#   SNOWFLAKE_PG_VERSIONS  the PostgreSQL major versions that tiers 5 to 12
 #                          run against, in order (default "15 17 18").  15
 #                          is the server of PG_CONFIG (default: the
 #                          pg_config on PATH, Debian 12's); 17 and 18 are
@@ -89,11 +93,13 @@ tap_count="sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p'"
 export TAP_JOBS=${TAP_JOBS:-3}
 gtest_count="sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\?\./\1/p'"
 fuzz_count="sed -n 's/^fuzz: \([0-9]*\) checks passed$/\1/p'"
+# The docs tier counts the blocks it ran and the links it checked.
+docs_count="sed -n -e 's/^docs: \([0-9]*\) blocks run .*/\1/p' -e 's/^links: \([0-9]*\) checked.*/\1/p'"
 
 # Lint, in the source tree (check-format reads its git history).
 lint() {
 	local n=0
-	(cd "$top" && shellcheck -x test/*.sh test/clients/run.sh test/fuzz/run.sh bench/*.sh .ci/run) &&
+	(cd "$top" && shellcheck -x test/*.sh test/clients/run.sh test/fuzz/run.sh test/docs/run.sh bench/*.sh .ci/run) &&
 		n=$((n + 1)) && echo "shellcheck: ok"
 	bash "$top/test/check-format.sh" && n=$((n + 1))
 	as_tester make -s corefence && n=$((n + 1))
@@ -182,6 +188,11 @@ run_version() {
 		make installcheck REGRESS= ISOLATION=
 	run_tier "PG $v: clients" "sed -n 's/^clients: \([0-9]*\) checks passed.*/\1/p'" \
 		as_tester bash test/clients/run.sh
+	# The docs' blocks once, against the server a reader of the docs
+	# most likely has (Debian 12's).
+	if [ "$v" = 15 ]; then
+		run_tier "PG $v: docs" "$docs_count" as_tester bash test/docs/run.sh
+	fi
 	run_tier "PG $v: fuzz" "$fuzz_count" as_tester bash test/fuzz/run.sh
 
 	# The server-side suites again, with the extension's Assert()s compiled

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The docs tier: the code blocks of README.md and docs/*.md run as
+# DOCS-CONVENTIONS says (test/docs/run_blocks.py: sql blocks with psql in a
+# fresh database per page, sh blocks with bash -euo pipefail in a scratch
+# directory, ini blocks checked against pg_settings; blocks marked
+# <!-- not run: REASON --> skipped), their links checked
+# (test/docs/check_links.py: files exist, #anchors are headings; README.md
+# has at most 250 lines), the blocks marked <!-- tested: NAME --> of every
+# page compared with the client tests (test/clients/docs_sync.py), and
+# first the runner's self-test
+# (run_blocks.py --self-test: the pages of test/docs/fixtures/ fail exactly
+# as they announce).  Starts a throwaway PostgreSQL cluster (the pg_ctl on
+# PATH: run-tests.sh runs this tier against 15) with
+#   shared_preload_libraries = 'snowflake'
+#   snowflake.node_id = 1
+#   snowflake.lease_workers = 8
+# reachable only through a Unix socket in a temporary directory, and stops
+# it at the end.  Prints one line per failure (page:line, the command, the
+# error), then
+#   links: N checked, F broken; README.md: L lines (at most 250)
+# and last
+#   docs: N blocks run (S sql, H sh, I ini), M not run, T tested elsewhere; F failed
+# Exits non-zero if anything failed, keeping the temporary directory (each
+# block's script and output under blocks/docs_<page>/, the server log).
+# Run as the unprivileged tester with the extension installed
+# (test/run-tests.sh does).
+#
+#   DOCS_PORT           the cluster's port, on a Unix socket only (default 5435)
+#   DOCS_BLOCK_TIMEOUT  the most seconds one block may take (default 60)
+#   DOCS_KEEP           1: keep the temporary directory even when all passed
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+python=${SNOWFLAKE_PYTHON:-/usr/bin/python3}
+port=${DOCS_PORT:-5435}
+
+if [ "$(id -u)" -eq 0 ]; then
+	echo "docs: run as the unprivileged tester, not root (the blocks run as this user)" >&2
+	exit 1
+fi
+tmp=$(mktemp -d /tmp/snowflake-docs.XXXXXX)
+status=0
+cleanup() {
+	if [ -f "$tmp/data/postmaster.pid" ]; then
+		pg_ctl -D "$tmp/data" -m immediate -w stop >/dev/null 2>&1 || true
+	fi
+	if [ "$status" -eq 0 ] && [ "${DOCS_KEEP:-0}" != 1 ]; then
+		rm -rf "$tmp"
+	else
+		echo "docs: kept $tmp (blocks/: each block's script and output; server.log)"
+	fi
+}
+trap cleanup EXIT
+trap 'status=1; exit 1' INT TERM
+
+initdb -D "$tmp/data" -A trust -U postgres --no-sync >"$tmp/initdb.log" 2>&1 ||
+	{ status=1; cat "$tmp/initdb.log"; exit 1; }
+cat >>"$tmp/data/postgresql.conf" <<EOF
+shared_preload_libraries = 'snowflake'
+snowflake.node_id = 1
+snowflake.lease_workers = 8
+listen_addresses = ''
+unix_socket_directories = '$tmp'
+port = $port
+fsync = off
+EOF
+pg_ctl -D "$tmp/data" -l "$tmp/server.log" -w -t 60 start >/dev/null ||
+	{ status=1; cat "$tmp/server.log"; exit 1; }
+
+export PGHOST=$tmp PGPORT=$port PGUSER=postgres PGDATABASE=postgres
+export HOME=$tmp
+# The self-test's own lines only when it failed; its count always.
+if "$python" "$here/run_blocks.py" --self-test --workdir "$tmp/self-test" >"$tmp/self-test.log" 2>&1; then
+	tail -n 1 "$tmp/self-test.log"
+else
+	status=1
+	cat "$tmp/self-test.log"
+fi
+# The blocks marked <!-- tested: NAME --> on every page, not only the two
+# pages the clients tier gives it, equal the client tests' regions.
+if "$python" "$top/test/clients/docs_sync.py" "$top/README.md" "$top"/docs/*.md "$top/test/clients" \
+	>"$tmp/tested.log" 2>&1; then
+	sed -n 's/^docs: \(.*\)/tested blocks (test\/clients\/docs_sync.py): \1/p' "$tmp/tested.log"
+else
+	status=1
+	grep -v '^ok ' "$tmp/tested.log"
+fi
+"$python" "$here/check_links.py" --root "$top" || status=1
+"$python" "$here/run_blocks.py" --root "$top" --workdir "$tmp/blocks" || status=1
+[ "$status" -eq 0 ]
