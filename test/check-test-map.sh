@@ -9,7 +9,8 @@
 #     a link relative to test/ (links to the docs are the link checker's).
 # The test files: test/t/*.pl, test/sql/*.sql, test/specs/*.spec,
 # test/old_versions/sql/*.sql, test/unit/*.cpp, the scripts and programs of
-# test/clients/ and its client folders, test/fuzz/*, bench/*.sh.
+# test/clients/ and its client folders, test/fuzz/*, the scripts of
+# test/docs/ and its fixtures, bench/*.sh.
 #
 #   bash test/check-test-map.sh
 set -euo pipefail
@@ -26,7 +27,7 @@ test_files=()
 for f in test/t/*.pl test/sql/*.sql test/specs/*.spec test/old_versions/sql/*.sql \
 	test/unit/*.cpp test/clients/*.sh test/clients/*.py \
 	test/clients/*/*.py test/clients/*/*.js test/clients/*/*.go test/clients/*/*.java \
-	test/fuzz/* bench/*.sh; do
+	test/fuzz/* test/docs/*.sh test/docs/*.py test/docs/fixtures/* bench/*.sh; do
 	[ -f "$f" ] && test_files+=("$f")
 done
 

@@ -10,9 +10,10 @@
 #   2. the C++ unit tests of the core and of the lease client (no server),
 #      and 3. the core's under
 #      AddressSanitizer and UndefinedBehaviorSanitizer,
-#   4. the Debian package: built with dpkg-buildpackage (debian/), installed
-#      with dpkg, checked as autopkgtest does (debian/tests/installcheck:
-#      pg_regress and isolation against the installed files), and purged,
+#   4. the Debian package: built and installed by README.md's package block
+#      (dpkg-buildpackage, apt-get install), checked as autopkgtest does
+#      (debian/tests/installcheck: pg_regress and isolation against the
+#      installed files), and purged,
 # and then, against each PostgreSQL version in turn,
 #   5. pg_regress,
 #   6. opr_sanity: PostgreSQL's own core regression test of that name, its
@@ -135,23 +136,43 @@ use_version() {
 }
 
 # The Debian package, as a user installs it and as autopkgtest checks it:
-# built by the tester (Rules-Requires-Root: no) in a copy of its own,
-# installed, tested without a build in the tree (so against the installed
-# files), and purged, which also removes what an earlier "make install"
-# put in the same places; the version tiers install their build again.
+# README.md's package block (marked <!-- run by: test/run-tests.sh package
+# -->), read with run_blocks.py --block and run line by line from a copy of
+# the tree, so that a stale command or file name in the README fails here:
+# a line with sudo as root without it, the others (dpkg-buildpackage: the
+# package builds as the tester, Rules-Requires-Root: no) as the tester.
+# Then the installed package is tested without a build in the tree (so
+# against the installed files) and purged, which also removes what an
+# earlier "make install" put in the same places; the version tiers install
+# their build again.
 package_check() {
 	local dir=$base_workdir-package
 	SNOWFLAKE_WORKDIR=$dir/src
 	rm -rf "$dir"
 	prepare_tester_copy "$top"
 	chown "$SNOWFLAKE_TEST_USER" "$dir"
-	as_tester dpkg-buildpackage -us -uc -b >"$dir/build.log" 2>&1 || {
-		tail -n 40 "$dir/build.log"
-		return 1
-	}
+	local block line
+	block=$(as_tester python3 test/docs/run_blocks.py --block README.md package) || return 1
+	while IFS= read -r line; do
+		case $line in
+		'' | '#'*) continue ;;
+		'sudo '*)
+			echo "package: as root: ${line#sudo }"
+			(cd "$SNOWFLAKE_WORKDIR" && DEBIAN_FRONTEND=noninteractive \
+				bash -euo pipefail -c "${line#sudo }" </dev/null >>"$dir/build.log" 2>&1)
+			;;
+		*)
+			echo "package: as the tester: $line"
+			as_tester bash -euo pipefail -c "$line" </dev/null >>"$dir/build.log" 2>&1
+			;;
+		esac || {
+			tail -n 40 "$dir/build.log"
+			echo "package: README.md's package block failed at: $line"
+			return 1
+		}
+	done <<<"$block"
 	local debs=("$dir"/postgresql-15-snowflake_*.deb)
-	echo "package: built ${debs[*]##*/}"
-	dpkg -i "${debs[@]}" >/dev/null
+	echo "package: built and installed ${debs[*]##*/}"
 	as_tester make -s clean >/dev/null
 	local status=0
 	as_tester debian/tests/installcheck || status=$?

@@ -1,17 +1,19 @@
 """What the docs tier reads from a Markdown page: its fenced code blocks,
-each with the marker on the line right before its fence (DOCS-CONVENTIONS:
+each with the marker on the line right before its fence (test/docs/README.md:
 <!-- not run: REASON -->, <!-- error: SQLSTATE -->, <!-- tested: NAME -->,
-<!-- quickstart: ... -->), its headings as GitHub turns them into anchors,
-and its links.  Fences indented inside list items count, their text
+<!-- quickstart: ... -->, <!-- run by: PATH NAME -->, <!-- same as:
+PAGE#ANCHOR -->), its headings as GitHub turns them into anchors, and its
+links.  Fences indented inside list items count, their text
 dedented by the fence's indentation."""
 
 import dataclasses
 import re
 
 FENCE_OPEN = re.compile(r"^( *)(`{3,}|~{3,})[ \t]*([^`\s]*)[^`]*$")
-MARKER = re.compile(r"^\s*<!--\s*(not run|error|tested|quickstart)\s*:(.*?)-->\s*$")
+MARKER = re.compile(r"^\s*<!--\s*(not run|error|tested|quickstart|run by|same as)\s*:(.*?)-->\s*$")
 # Anything that starts like a marker, to catch a malformed or misplaced one.
-MARKER_LIKE = re.compile(r"^\s*<!--\s*(not[ _-]?run|error|tested|quickstart)\b", re.I)
+MARKER_LIKE = re.compile(
+    r"^\s*<!--\s*(not[ _-]?run|error|tested|quickstart|run[ _-]?by|same[ _-]?as)\b", re.I)
 HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 EXPLICIT_ANCHOR = re.compile(r"""<a\s+(?:name|id)\s*=\s*["']([^"']+)["']""", re.I)
 
@@ -99,17 +101,37 @@ def slug(heading):
     return s.replace(" ", "-")
 
 
-def anchors(page):
-    """Every anchor of a page: its headings' slugs, a repeated slug
-    getting -1, -2, ... as on GitHub, and <a name=...>/<a id=...>."""
-    found, seen = set(), {}
-    for line in page.lines:
+def headings(page):
+    """(line, level, anchor) of every heading of a page, 1-based lines,
+    a repeated slug getting -1, -2, ... as on GitHub."""
+    found, seen = [], {}
+    for k, line in enumerate(page.lines, 1):
         m = HEADING.match(line)
         if m:
             base = slug(m.group(2))
             n = seen.get(base, 0)
-            found.add(base if n == 0 else f"{base}-{n}")
+            found.append((k, len(m.group(1)), base if n == 0 else f"{base}-{n}"))
             seen[base] = n + 1
+    return found
+
+
+def section(page, anchor):
+    """The lines (first, last) of the section under the heading with that
+    anchor, up to the next heading of the same or a higher level; None if
+    no heading has it."""
+    hs = headings(page)
+    for i, (line, level, a) in enumerate(hs):
+        if a == anchor:
+            end = next((h[0] for h in hs[i + 1:] if h[1] <= level), len(page.lines) + 1)
+            return line, end - 1
+    return None
+
+
+def anchors(page):
+    """Every anchor of a page: its headings' slugs (markdown.headings) and
+    <a name=...>/<a id=...>."""
+    found = {a for _, _, a in headings(page)}
+    for line in page.lines:
         for a in EXPLICIT_ANCHOR.finditer(line):
             found.add(a.group(1))
     return found

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The docs tier: the code blocks of README.md and docs/*.md run as
-# DOCS-CONVENTIONS says (test/docs/run_blocks.py: sql blocks with psql in a
+# test/docs/README.md says (test/docs/run_blocks.py: sql blocks with psql in a
 # fresh database per page, sh blocks with bash -euo pipefail in a scratch
 # directory, ini blocks checked against pg_settings; blocks marked
-# <!-- not run: REASON --> skipped), their links checked
+# <!-- not run: REASON --> skipped, those marked <!-- run by: PATH NAME -->
+# left to the test PATH, and those marked <!-- same as: PAGE#ANCHOR -->
+# compared with their twin), their links checked
 # (test/docs/check_links.py: files exist, #anchors are headings; README.md
 # has at most 250 lines), the blocks marked <!-- tested: NAME --> of every
 # page compared with the client tests (test/clients/docs_sync.py), and
@@ -19,7 +21,7 @@
 # error), then
 #   links: N checked, F broken; README.md: L lines (at most 250)
 # and last
-#   docs: N blocks run (S sql, H sh, I ini), M not run, T tested elsewhere; F failed
+#   docs: N blocks run (S sql, H sh, I ini), R run by tests, M not run, T tested elsewhere; F failed
 # Exits non-zero if anything failed, keeping the temporary directory (each
 # block's script and output under blocks/docs_<page>/, the server log).
 # Run as the unprivileged tester with the extension installed

@@ -1,5 +1,5 @@
 """Runs the code blocks of README.md and docs/*.md (or of the pages given)
-as DOCS-CONVENTIONS says, against the server of PGHOST/PGPORT/PGUSER
+as test/docs/README.md says, against the server of PGHOST/PGPORT/PGUSER
 (test/docs/run.sh starts one with the extension preloaded):
 
   sql            each block with psql -X -v ON_ERROR_STOP=1 (VERBOSITY
@@ -21,6 +21,16 @@ as DOCS-CONVENTIONS says, against the server of PGHOST/PGPORT/PGUSER
                  (pg_settings), with a value of its type.
   text, output and client languages (python, js, java, go, ...): not run;
   <!-- tested: NAME --> blocks are covered by test/clients/docs_sync.py.
+  <!-- run by: PATH NAME -->: not run here, a test outside the tier runs
+                 it (reading it with --block); fails unless PATH, from
+                 the repository root, is a file that contains NAME as a
+                 word, and NAME is the page's only block of that name.
+  <!-- same as: PAGE#ANCHOR -->: the block repeats a recipe of another
+                 page (PAGE relative to this one, as a link): fails unless
+                 it is byte-identical (after dedent) to the first block
+                 with the same language under that heading of PAGE (up to
+                 the next heading of the same or a higher level).  It runs
+                 as its language says.
 
 Each block may take DOCS_BLOCK_TIMEOUT seconds (default 60).  What fails:
 a block that fails as above or takes longer; a fence without a language,
@@ -28,8 +38,13 @@ or with one the tier does not know (the sets below); <!-- not run: --> without a
 marker that is malformed or not on the line right before its fence.
 Prints one line per failed block (page:line, the command, the error) and
 last
-  docs: N blocks run (S sql, H sh, I ini), M not run, T tested elsewhere; F failed
+  docs: N blocks run (S sql, H sh, I ini), R run by tests, M not run, T tested elsewhere; F failed
 and exits 1 if any failed.
+
+--block PAGE NAME prints the text of the block of PAGE (from the root)
+marked <!-- run by: PATH NAME -->, dedented by its fence's indentation,
+and exits 1 if the page has no such block: how the package tier of
+test/run-tests.sh reads README.md's package block.
 
 --self-test runs the pages of test/docs/fixtures/ (and their links, with
 check_links.py) and asserts that exactly the failures their
@@ -37,6 +52,7 @@ check_links.py) and asserts that exactly the failures their
 after its comment, and the summary of <!-- expect summary: ... -->.
 
 Usage: run_blocks.py [--root DIR] [--workdir DIR] [PAGE.md ...]
+       run_blocks.py [--root DIR] --block PAGE NAME
        run_blocks.py --self-test [--workdir DIR]"""
 
 import argparse
@@ -67,6 +83,8 @@ CREATES_EXTENSION = re.compile(
     r"^\s*CREATE\s+EXTENSION\s+(IF\s+NOT\s+EXISTS\s+)?\"?snowflake\"?", re.I | re.M)
 PSQL_ERROR = re.compile(r"^psql:.*?:(\d+): (?:ERROR|FATAL):\s+(?:([0-9A-Z]{5}): )?(.*)$", re.M)
 SH_TRAP = "docs-block-failed"
+RUN_BY = re.compile(r"(\S+)\s+([\w-]+)")
+SAME_AS = re.compile(r"([^\s#]*)#(\S+)")
 
 
 def short(text, width=90):
@@ -81,6 +99,7 @@ class Runner:
         self.counts = {"sql": 0, "sh": 0, "ini": 0}
         self.not_run = {"marked": 0, "output": 0, "client": 0}
         self.tested = 0
+        self.run_by = 0
         self.failures = []        # (path, line, message)
         self.settings = None
 
@@ -164,6 +183,7 @@ class Runner:
         scratch = self.workdir / db
         ready = None                  # None: the database is not made yet
         kinds = [self.kind(path, b) for b in page.blocks]
+        self.check_block_names(path, page)
         first_sql = next((b for b, k in zip(page.blocks, kinds) if k == "sql"), None)
         for b, kind in zip(page.blocks, kinds):
             if kind == "bad":
@@ -208,6 +228,13 @@ class Runner:
         if marker == "tested":
             self.tested += 1
             return "tested"
+        if marker == "run by":
+            if not self.check_run_by(path, b, arg):
+                return "bad"
+            self.run_by += 1
+            return "run by"
+        if marker == "same as":
+            self.check_same_as(path, b, arg)
         if marker == "error" and (b.lang not in SQL or not re.fullmatch(r"[0-9A-Z]{5}", arg)):
             self.fail(path, b.line, f"<!-- error: {arg} --> on a {b.lang} block: only sql blocks, "
                       "with a five-character SQLSTATE")
@@ -228,6 +255,88 @@ class Runner:
         self.fail(path, b.line, f"a fence in a language the docs tier does not know: {b.lang} "
                   f"(it knows {known})")
         return "bad"
+
+    # ------------------------------------------------------------ the markers
+    def inside(self, target):
+        """target resolved, if it lies inside the repository, else None."""
+        target = target.resolve()
+        return target if target == self.root or self.root in target.parents else None
+
+    def check_run_by(self, path, b, arg):
+        """<!-- run by: PATH NAME -->: PATH exists and names the block."""
+        m = RUN_BY.fullmatch(arg)
+        if not m:
+            self.fail(path, b.line, f"<!-- run by: {arg} -->: want <!-- run by: PATH NAME -->, "
+                      "PATH from the repository root, NAME of letters, digits, _ and -")
+            return False
+        where, name = m.groups()
+        target = self.inside(self.root / where)
+        if target is None or not target.is_file():
+            self.fail(path, b.line, f"<!-- run by: {arg} -->: no such file {where} "
+                      "(the test that runs this block)")
+            return False
+        text = target.read_text(errors="replace")
+        if not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text):
+            self.fail(path, b.line, f"<!-- run by: {arg} -->: {where} does not contain {name}, "
+                      "so it does not run this block")
+            return False
+        return True
+
+    def check_block_names(self, path, page):
+        """A name of <!-- run by: --> names one block of its page."""
+        first = {}
+        for b in page.blocks:
+            if b.marker and b.marker[0] == "run by":
+                m = RUN_BY.fullmatch(b.marker[1])
+                if not m:
+                    continue
+                name = m.group(2)
+                if name in first:
+                    self.fail(path, b.line, f"<!-- run by: {b.marker[1]} -->: a second block "
+                              f"named {name} on this page (the first at line {first[name]})")
+                else:
+                    first[name] = b.line
+
+    def check_same_as(self, path, b, arg):
+        """<!-- same as: PAGE#ANCHOR -->: the block equals its twin."""
+        here_ = f"<!-- same as: {arg} -->"
+        m = SAME_AS.fullmatch(arg)
+        if not m:
+            self.fail(path, b.line, f"{here_}: want <!-- same as: PAGE#ANCHOR -->, PAGE relative "
+                      "to this page")
+            return
+        where, anchor = m.groups()
+        target = self.inside(path.parent / where) if where else path
+        if target is None or not target.is_file():
+            self.fail(path, b.line, f"{here_}: no such page {where}")
+            return
+        page = markdown.parse(target.read_text())
+        span = markdown.section(page, anchor)
+        if span is None:
+            self.fail(path, b.line, f"{here_}: no heading of {self.rel(target)} has the anchor "
+                      f"#{anchor}")
+            return
+        twin = next((t for t in page.blocks
+                     if span[0] < t.line <= span[1] and t.lang == b.lang), None)
+        if twin is None:
+            self.fail(path, b.line, f"{here_}: no {b.lang} block under the heading #{anchor} "
+                      f"of {self.rel(target)} (lines {span[0]} to {span[1]})")
+            return
+        if twin.text == b.text:
+            return
+        mine, theirs = b.text.split("\n"), twin.text.split("\n")
+        k = next((k for k, (x, y) in enumerate(zip(mine, theirs)) if x != y),
+                 min(len(mine), len(theirs)))
+        def show(lines):
+            # As written: a difference may be in white space alone.
+            if k >= len(lines):
+                return "no line"
+            line = lines[k] if len(lines[k]) <= 70 else lines[k][:67] + "..."
+            return f"`{line}`"
+        spaces = (k < len(mine) and k < len(theirs) and mine[k].split() == theirs[k].split())
+        self.fail(path, b.line, f"{here_}: this block differs from its twin at "
+                  f"{self.rel(target)}:{twin.line}: its line {k + 1} is {show(mine)} here "
+                  f"and {show(theirs)} there" + (" (in white space)" if spaces else ""))
 
     def run_pages(self, paths):
         for p in paths:
@@ -373,7 +482,8 @@ class Runner:
         not_run = sum(self.not_run.values())
         c = self.counts
         return (f"docs: {run} blocks run ({c['sql']} sql, {c['sh']} sh, {c['ini']} ini), "
-                f"{not_run} not run, {self.tested} tested elsewhere; {len(self.failures)} failed")
+                f"{self.run_by} run by tests, {not_run} not run, {self.tested} tested elsewhere; "
+                f"{len(self.failures)} failed")
 
     def not_run_detail(self):
         n = self.not_run
@@ -485,6 +595,31 @@ def last_statement_end(lines):
     return ends[-1] if ends and ends[-1] == last else last
 
 
+def block(root, page, name):
+    """The text of the block of page marked <!-- run by: PATH name -->, or
+    None."""
+    for b in markdown.parse((pathlib.Path(root) / page).read_text()).blocks:
+        if b.marker and b.marker[0] == "run by":
+            m = RUN_BY.fullmatch(b.marker[1])
+            if m and m.group(2) == name:
+                return b.text
+    return None
+
+
+def print_block(root, page, name):
+    try:
+        text = block(root, page, name)
+    except OSError as e:
+        print(f"run_blocks: {page}: {e.strerror}", file=sys.stderr)
+        return 1
+    if text is None:
+        print(f"run_blocks: {page} has no block marked <!-- run by: PATH {name} -->",
+              file=sys.stderr)
+        return 1
+    sys.stdout.write(text + "\n")
+    return 0
+
+
 def default_pages(root):
     return check_links.default_pages(root)
 
@@ -539,6 +674,22 @@ def self_test(workdir):
             ok(runner.summary() == m.group(1),
                f"{page.name}: the summary is '{m.group(1)}' (got '{runner.summary()}')")
 
+    # --block: how a test outside the tier reads a block marked run by.
+    def block_cli(*args):
+        return subprocess.run([sys.executable, str(pathlib.Path(__file__).resolve()), "--root",
+                               str(fixtures), "--block", *args], capture_output=True, text=True)
+    r = block_cli("good.md", "install-steps")
+    ok(r.returncode == 0 and r.stdout == "make\nmake install\n",
+       f"--block good.md install-steps prints the block, dedented (got {r.returncode}, "
+       f"{r.stdout!r}, {r.stderr!r})")
+    r = block_cli("good.md", "no-such-block")
+    ok(r.returncode == 1 and not r.stdout and "good.md has no block marked <!-- run by: PATH "
+       "no-such-block -->" in r.stderr,
+       f"--block good.md no-such-block exits 1, saying so (got {r.returncode}, {r.stderr!r})")
+    r = block_cli("no-such-page.md", "install-steps")
+    ok(r.returncode == 1 and not r.stdout and "no-such-page.md" in r.stderr,
+       f"--block of a missing page exits 1, saying so (got {r.returncode}, {r.stderr!r})")
+
     # The front page's length limit.
     with tempfile.TemporaryDirectory(dir=workdir) as d:
         readme = pathlib.Path(d) / "README.md"
@@ -571,8 +722,12 @@ def main():
     ap.add_argument("--workdir", help="where block scripts, outputs and scratch directories go "
                     "(default: a temporary directory, removed at the end)")
     ap.add_argument("--self-test", action="store_true")
+    ap.add_argument("--block", nargs=2, metavar=("PAGE", "NAME"),
+                    help="print the block of PAGE marked <!-- run by: PATH NAME -->")
     ap.add_argument("pages", nargs="*")
     args = ap.parse_args()
+    if args.block:
+        sys.exit(print_block(args.root, *args.block))
     workdir = args.workdir or tempfile.mkdtemp(prefix="snowflake-docs-blocks.")
     pathlib.Path(workdir).mkdir(parents=True, exist_ok=True)
     become_subreaper()
