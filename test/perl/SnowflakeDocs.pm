@@ -95,17 +95,20 @@ sub parts
 	return %parts;
 }
 
-# $text with each key of %subst replaced by its value, every occurrence.
-# Dies if a key does not occur, so that a recipe whose host, port or path
+# $text with each key of %subst replaced by its value, every occurrence,
+# in one pass (a value that contains another key is not replaced again).
+# Dies if a key does not occur, so that a recipe whose host, port or name
 # changed fails the test instead of running with the doc's value.
 sub substitute
 {
 	my ($text, %subst) = @_;
-	for my $from (sort { length($b) <=> length($a) || $a cmp $b } keys %subst)
+	for my $from (sort keys %subst)
 	{
-		my $n = ($text =~ s/\Q$from\E/$subst{$from}/g);
-		croak "the block does not contain \"$from\"" unless $n;
+		croak "the block does not contain \"$from\"" unless index($text, $from) >= 0;
 	}
+	my $keys = join '|',
+	  map { quotemeta } sort { length($b) <=> length($a) || $a cmp $b } keys %subst;
+	$text =~ s/($keys)/$subst{$1}/g;
 	return $text;
 }
 
