@@ -102,6 +102,7 @@ sub parts
 sub substitute
 {
 	my ($text, %subst) = @_;
+	return $text unless %subst;
 	for my $from (sort keys %subst)
 	{
 		croak "the block does not contain \"$from\"" unless index($text, $from) >= 0;
@@ -110,6 +111,51 @@ sub substitute
 	  map { quotemeta } sort { length($b) <=> length($a) || $a cmp $b } keys %subst;
 	$text =~ s/($keys)/$subst{$1}/g;
 	return $text;
+}
+
+# The commands of a sh block, for a test that runs some of them its own
+# way (a service started with "&" in its own process group, say): each
+# command with its continuation lines joined (a backslash at the end of a
+# line) and a here-document's lines kept, up to and including its
+# delimiter.  Blank lines and comment lines are dropped.
+sub commands
+{
+	my ($sh) = @_;
+	my @lines = split /\n/, $sh;
+	my @commands;
+	while (@lines)
+	{
+		my $line = shift @lines;
+		next if $line =~ /^\s*(#.*)?$/;
+		while ($line =~ s/\\$// && @lines)
+		{
+			(my $next = shift @lines) =~ s/^\s+//;
+			$line .= $next;
+		}
+		if ($line =~ /<<-?\s*'?(\w+)'?/)
+		{
+			my $delimiter = $1;
+			while (@lines)
+			{
+				my $body = shift @lines;
+				$line .= "\n$body";
+				last if $body eq $delimiter;
+			}
+		}
+		push @commands, $line;
+	}
+	return @commands;
+}
+
+# The one command of a sh block that starts with $prefix (see commands()).
+# Dies unless exactly one does.
+sub command
+{
+	my ($sh, $prefix) = @_;
+	my @found = grep { index($_, $prefix) == 0 } commands($sh);
+	croak "the block has " . scalar(@found) . " commands starting with \"$prefix\""
+	  unless @found == 1;
+	return $found[0];
 }
 
 1;
