@@ -34,6 +34,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes ();
+use SnowflakeDocs;
 
 # Debian packages pglogical for PostgreSQL 15 only (test/install-deps.sh
 # installs it); test/install-pg-versions.sh builds it from Debian's source
@@ -67,6 +68,15 @@ our $timeout = $PostgreSQL::Test::Utils::timeout_default;
 our $conflict_pattern =
   qr/CONFLICT: remote \w+ on relation|cannot apply conflicting row/;
 
+# The guide's recipe, docs/multi-primary.md ("A two-node cluster with
+# pglogical"): its blocks marked
+# <!-- run by: test/perl/SnowflakePglogical.pm NAME --> are read from the
+# page and run as they stand (by 012, 014 and 031), with the test's node
+# id, host and port in place of the guide's (node1 and node2 on 127.0.0.1,
+# ports 5433 and 5434).
+our $page = 'docs/multi-primary.md';
+my %guide_port = (node1 => 5433, node2 => 5434);
+
 # Creates, configures and starts node $number (snowflake.node_id $number)
 # with database "app" holding both extensions.  %opts: conf => extra lines
 # for postgresql.conf.
@@ -75,16 +85,15 @@ sub create_node
 	my ($number, %opts) = @_;
 	my $node = PostgreSQL::Test::Cluster->new("node$number");
 	$node->init;
+	# Step 1 of the guide, then the tests' own lines.  The guide sets
+	# on_node_collision = error; 014 shows warn first, then sets error.
+	$node->append_conf('postgresql.conf',
+		SnowflakeDocs::substitute(SnowflakeDocs::block($page, 'pglogical-config'),
+			'snowflake.node_id = 1 ' => "snowflake.node_id = $number "));
 	$node->append_conf(
 		'postgresql.conf', qq(
-wal_level = logical
-max_replication_slots = 10
-max_wal_senders = 10
-max_worker_processes = 16
+snowflake.on_node_collision = warn
 max_connections = 40
-shared_preload_libraries = 'pglogical,snowflake'
-track_commit_timestamp = on
-output_plugin_libraries = 'pgoutput, test_decoding, pglogical_output'
 pglogical.conflict_log_level = warning
 snowflake.node_id = $number
 snowflake.registry_interval = 500
@@ -150,19 +159,20 @@ sub connect_pair
 			"SELECT pglogical.replication_set_add_table('default', '$_')")
 		  for @tables;
 	}
+	# Step 4 of the guide: its "-- on nodeN" parts, with the provider's
+	# host and port.
+	my %parts = SnowflakeDocs::parts(SnowflakeDocs::block($page, 'pglogical-subscribe'),
+		map { node_name($_) } @$nodes);
 	my ($first, $second) = @$nodes;
 	for my $pair ([ $first, $second ], [ $second, $first ])
 	{
 		my ($subscriber, $provider) = @$pair;
-		my $sub = 'from_' . node_name($provider);
-		my $dsn = dsn($provider);
 		$subscriber->safe_psql(
-			$db, qq{
-SELECT pglogical.create_subscription(
-    subscription_name := '$sub',
-    provider_dsn := '$dsn',
-    forward_origins := '{}',
-    synchronize_data := false)});
+			$db,
+			SnowflakeDocs::substitute(
+				$parts{ node_name($subscriber) },
+				'host=127.0.0.1 port=' . $guide_port{ node_name($provider) } =>
+				  sprintf('host=%s port=%d', $provider->host, $provider->port)));
 	}
 	wait_replicating($_) for @$nodes;
 	register_nodes($nodes);
@@ -212,9 +222,8 @@ sub wait_replicating
 {
 	my ($node) = @_;
 	my $name = node_name($node);
-	my $status_sql =
-	  q{SELECT subscription_name, status FROM pglogical.show_subscription_status()
-	    ORDER BY 1};
+	# The guide's check.
+	my $status_sql = SnowflakeDocs::block($page, 'pglogical-status');
 	my $start = time;
 	my $nudged = 0;
 	while (time - $start < $timeout)
@@ -229,10 +238,10 @@ sub wait_replicating
 				my ($sub) = split /\|/, $row;
 				diag("$name: subscription $row after $nudge_after s; "
 					  . 'disabling and enabling it');
+				# The guide's restart of a subscription that stays down.
 				$node->safe_psql($db,
-					"SELECT pglogical.alter_subscription_disable('$sub', true)");
-				$node->safe_psql($db,
-					"SELECT pglogical.alter_subscription_enable('$sub', true)");
+					SnowflakeDocs::substitute(SnowflakeDocs::block($page, 'pglogical-restart'),
+						"'from_node2'" => "'$sub'"));
 			}
 			$nudged = 1;
 		}

@@ -12,6 +12,9 @@
 #    - with the layout and reservation carried but a lease space set, it
 #      still refuses until the lease files come too; then a lease taken
 #      before the upgrade is held with its token and worker id;
+#    - the files are carried by the recipe of docs/operations.md, read
+#      from the page (SnowflakeDocs), first from a directory without the
+#      lease files, then from the old data directory;
 #    - with them carried and the clock 1 h back: the layout in force is
 #      kept, old IDs decode as before, and snowflake_nextval() fails with
 #      55000 after the bounded wait (max_drift 1 s), or, with max_drift
@@ -26,6 +29,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeClock;
+use SnowflakeDocs;
 
 my $conf = q(
 shared_preload_libraries = 'snowflake'
@@ -97,11 +101,30 @@ ok(!-e $new->data_dir . '/snowflake.reservation',
 	'the refused start wrote no reservation');
 
 # --- carried, clock 1 h back, max_drift 1 s ------------------------------
+# The copy is the recipe of docs/operations.md ("Upgrading PostgreSQL"),
+# read from the page and run with bash as the docs tier runs sh blocks.
+my $copy_state = SnowflakeDocs::block('docs/operations.md', 'copy-state-files');
+sub copy_state_files
+{
+	my ($from, $what) = @_;
+	local $ENV{OLD_PGDATA} = $from;
+	local $ENV{NEW_PGDATA} = $new->data_dir;
+	command_ok([ 'bash', '-euo', 'pipefail', '-c', $copy_state ],
+		"the documented copy of the state files, $what");
+	return;
+}
+# First from a directory with the layout and the reservation alone: the
+# recipe copies what exists and skips the rest.
+my $partial = PostgreSQL::Test::Utils::tempdir;
 for my $file ('snowflake.layout', 'snowflake.reservation')
 {
-	copy($old->data_dir . "/$file", $new->data_dir . "/$file")
+	copy($old->data_dir . "/$file", "$partial/$file")
 	  or die "copying $file: $!";
 }
+copy_state_files($partial, 'from a directory without lease files');
+is(slurp_file($new->data_dir . '/snowflake.reservation'),
+	slurp_file($old->data_dir . '/snowflake.reservation'),
+	'the recipe copied the reservation');
 ok(!-e $new->data_dir . '/snowflake.lease_state',
 	'the binary-upgrade start created no lease state');
 $log_offset = -s $new->logfile;
@@ -111,11 +134,10 @@ like(
 	slurp_file($new->logfile, $log_offset),
 	qr/FATAL:  this data directory was built by pg_upgrade, and snowflake's lease files were not carried into it\n.*DETAIL:  Without the old data directory's snowflake.leases and snowflake.lease_state, worker ids that applications still hold could be leased again./s,
 	'it names the lease files');
-for my $file ('snowflake.leases', 'snowflake.lease_state')
-{
-	copy($old->data_dir . "/$file", $new->data_dir . "/$file")
-	  or die "copying $file: $!";
-}
+copy_state_files($old->data_dir, 'from the old data directory');
+is(slurp_file($new->data_dir . '/snowflake.lease_state'),
+	slurp_file($old->data_dir . '/snowflake.lease_state'),
+	'the recipe copied the lease state');
 SnowflakeClock::start($new, -3600);
 my ($old_token, $old_worker) = split /\|/, $old_lease;
 is($new->safe_psql('postgres',

@@ -39,6 +39,12 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use POSIX ();
+use SnowflakeDocs;
+
+# The recipes of docs/partitioning.md marked <!-- run by: this file NAME -->
+# are read from the page and run as they stand, with this run's days, the
+# test's retention and table names in place of the example's.
+my $page = 'docs/partitioning.md';
 
 # 2025-01-01 00:00:00 UTC, the default snowflake.epoch: ID 0.
 my $epoch_unix = 1735689600;
@@ -391,31 +397,23 @@ subtest 'pg_partman: create_parent, premake, run_maintenance, retention' => sub 
 	plan skip_all => $no_partman unless $have_partman;
 
 	query('postgres', 'CREATE DATABASE pm');
+	query('pm', 'CREATE EXTENSION snowflake');
+	# The page's recipe, started 5 days back (B) for the rows of past days.
+	is( query(
+			'pm',
+			SnowflakeDocs::substitute(
+				SnowflakeDocs::block($page, 'partman-create'),
+				'p_start_partition := snowflake_min_id(now())' =>
+				  "p_start_partition := snowflake_min_id('${\ day_date($b)} 00:00+00')")),
+		't',
+		'create_parent() succeeds');
 	query(
 		'pm', q{
-CREATE EXTENSION snowflake;
-CREATE SCHEMA partman;
-CREATE EXTENSION pg_partman SCHEMA partman;
-CREATE TABLE events (
-    id      bigint PRIMARY KEY DEFAULT snowflake_nextval(),
-    payload text
-) PARTITION BY RANGE (id);
 CREATE TABLE audit (
     id      bigint PRIMARY KEY DEFAULT snowflake_nextval(),
     payload text
 ) PARTITION BY RANGE (id);
 });
-	is( query(
-			'pm', qq{
-SELECT partman.create_parent(
-    p_parent_table    := 'public.events',
-    p_control         := 'id',
-    p_type            := 'native',
-    p_interval        := snowflake_id_interval('1 day')::text,
-    p_premake         := 3,
-    p_start_partition := snowflake_min_id('${\ day_date($b)} 00:00+00')::text)}),
-		't',
-		'create_parent() succeeds');
 	is(partitions('pm', 'events'), partman_partitions('events', $b .. $b + 3),
 		'create_parent(): the start day and 3 premade days, at the day bounds, and a default');
 	is( query(
@@ -472,12 +470,10 @@ ROLLBACK;}),
 		"\n" . join(',', map { 'events_p' . ($_ * $day_ids) . ' false' } ($b .. $b + 2)),
 		'retention_keep_table true: the old days are detached, not dropped');
 
-	query(
-		'pm', q{
-UPDATE partman.part_config
-   SET retention = snowflake_id_interval('2 days')::text, retention_keep_table = false
- WHERE parent_table = 'public.events';
-});
+	# The page's retention, 2 days here.
+	query('pm',
+		SnowflakeDocs::substitute(SnowflakeDocs::block($page, 'partman-retention'),
+			"snowflake_id_interval('7 days')" => "snowflake_id_interval('2 days')"));
 
 	# Retention counts from the largest ID in the child partitions, not
 	# from now(): one row of 3 days ahead drops today's partition too.
@@ -568,17 +564,18 @@ is( query(
 	"0\n0",
 	'plain: the partitions made ahead are empty');
 
-# The steps of docs/partitioning.md.
+# The steps of docs/partitioning.md, with this run's days in place of the
+# example's (2026-11-25), and its step 3, the daily DO block.
 my $rest_of_today = 'events_' . day_name($today) . '_2';
 query(
-	'postgres', qq{
-DROP TABLE events_${\ day_name($today + 1)}, events_${\ day_name($today + 2)};
-CREATE TABLE $rest_of_today PARTITION OF events FOR VALUES
-    FROM (snowflake_min_id(now()) - snowflake_min_id(now()) % snowflake_id_interval('1 day'))
-    TO (snowflake_min_id(((now() AT TIME ZONE 'UTC')::date + 1)::timestamp AT TIME ZONE 'UTC'));
-$plain_recipe
-INSERT INTO events (payload) SELECT 'new' FROM generate_series(1, 50);
-});
+	'postgres',
+	SnowflakeDocs::substitute(
+		SnowflakeDocs::block($page, 'plain-layout-change'),
+		'events_20261125_2' => $rest_of_today,
+		'events_20261126' => 'events_' . day_name($today + 1),
+		'events_20261127' => 'events_' . day_name($today + 2))
+	  . $plain_recipe);
+query('postgres', q{INSERT INTO events (payload) SELECT 'new' FROM generate_series(1, 50)});
 
 is( partitions('postgres', 'events'),
 	join("\n",
@@ -650,16 +647,9 @@ subtest 'pg_partman: a layout change' => sub {
 	# The steps of docs/partitioning.md, for each table.
 	my $steps = sub {
 		my ($table) = @_;
-		return query(
-			'pm', qq{
-UPDATE partman.part_config
-   SET partition_interval = snowflake_id_interval('1 day')::text, retention = NULL
- WHERE parent_table = 'public.$table';
-SELECT partman.partition_data_id('public.$table', p_batch_count := 10);
-SELECT partman.create_partition_id('public.$table',
-    ARRAY[snowflake_min_id(now()) - snowflake_min_id(now()) % snowflake_id_interval('1 day')]);
-SELECT partman.run_maintenance('public.$table');
-});
+		return query('pm',
+			SnowflakeDocs::substitute(SnowflakeDocs::block($page, 'partman-layout-change'),
+				'public.events' => "public.$table"));
 	};
 	is($steps->('events'), "3\nf\n",
 		'events: partition_data_id() moves the 3 new rows, and makes their partition');

@@ -1,6 +1,8 @@
 # snowflake IDs on two primaries that replicate to each other with
 # PostgreSQL's own logical replication, set up as docs/multi-primary.md
 # describes ("A two-node cluster with PostgreSQL's logical replication"):
+# its steps 3 and 4 and "Adding tables later" are read from the page
+# (SnowflakeDocs) and run as they stand, with the test's hosts and ports;
 # node ids 1 and 2, each node publishing FOR TABLE the tables that
 # snowflake_publication_tables() lists, and subscribing to the other with
 # origin = none and copy_data = false.  origin = none needs PostgreSQL 16,
@@ -47,6 +49,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes ();
+use SnowflakeDocs;
 
 my $db = 'app';
 my $pub = 'multi_primary';
@@ -170,13 +173,22 @@ sub function_tables
 
 # --- 1. the publications ------------------------------------------------------
 
-# Step 3 of the guide, verbatim.
-my $create_publication = qq{
-SELECT 'CREATE PUBLICATION $pub FOR TABLE ' || string_agg(t::text, ', ')
-       || ' WITH (publish_via_partition_root = true)'
-  FROM snowflake_publication_tables() AS t
-\\gexec
-};
+# The guide's steps 3 and 4 and "Adding tables later" are read from the
+# page and run as they stand; the guide's nodes are node1 (port 5433) and
+# node2 (port 5434) on 127.0.0.1, replaced by the test's.
+my $page = 'docs/multi-primary.md';
+my %doc_port = (node1 => 5433, node2 => 5434);
+
+# The part of a block of the guide that runs on $node ("-- on node1").
+sub part_on
+{
+	my ($name, $node) = @_;
+	my %parts = SnowflakeDocs::parts(SnowflakeDocs::block($page, $name), map { $_->name } @nodes);
+	return $parts{ $node->name };
+}
+
+# Step 3 of the guide.
+my $create_publication = SnowflakeDocs::block($page, 'native-publication');
 for my $node (@nodes)
 {
 	my $name = $node->name;
@@ -240,14 +252,12 @@ sub wait_caught_up
 for my $node (@nodes)
 {
 	my $peer = other($node);
-	my $sub = sub_of($peer);
-	my $conn = sprintf('host=%s port=%d dbname=%s', $peer->host, $peer->port, $db);
 	$node->safe_psql(
-		$db, qq{
-CREATE SUBSCRIPTION $sub
-    CONNECTION '$conn'
-    PUBLICATION $pub
-    WITH (origin = none, copy_data = false)});
+		$db,
+		SnowflakeDocs::substitute(
+			part_on('native-subscriptions', $node),
+			'host=127.0.0.1 port=' . $doc_port{ $peer->name } =>
+			  sprintf('host=%s port=%d', $peer->host, $peer->port)));
 }
 wait_streaming($_) for @nodes;
 for my $node (@nodes)
@@ -532,20 +542,10 @@ ALTER SEQUENCE legacy_lines_id_seq INCREMENT BY 2 RESTART WITH $n;
 });
 }
 
-# "Adding tables later" in the guide, verbatim: on every node the
-# publication first, then the subscription, before any row is written.
-my $add_tables = qq{
-SELECT 'ALTER PUBLICATION $pub ADD TABLE ' || string_agg(t::text, ', ')
-  FROM snowflake_publication_tables() AS t
- WHERE t NOT IN (SELECT pr.prrelid FROM pg_publication_rel AS pr
-                   JOIN pg_publication AS p ON p.oid = pr.prpubid
-                  WHERE p.pubname = '$pub')
-\\gexec
-};
-$_->safe_psql($db, $add_tables) for @nodes;
-$_->safe_psql($db,
-	'ALTER SUBSCRIPTION ' . sub_of(other($_)) . ' REFRESH PUBLICATION WITH (copy_data = false)')
-  for @nodes;
+# "Adding tables later" in the guide: on every node the publication
+# first, then the subscription, before any row is written.
+$_->safe_psql($db, SnowflakeDocs::block($page, 'native-add-tables')) for @nodes;
+$_->safe_psql($db, part_on('native-refresh', $_)) for @nodes;
 for my $node (@nodes)
 {
 	my $name = $node->name;

@@ -1,5 +1,7 @@
 # Failover under a real HA manager: pg_auto_failover 2.0 (Debian's
-# postgresql-15-auto-failover), set up as docs/high-availability.md says.
+# postgresql-15-auto-failover), set up as docs/high-availability.md says,
+# with the guide's monitor settings, pg_autoctl commands, postgresql.conf
+# lines and waits read from the page (SnowflakeDocs).
 # A monitor, a primary (node_a) and a secondary (node_b), each run by its
 # own pg_autoctl service as the test's user, on 127.0.0.1 with private ports
 # and directories.  The extension is preloaded on both data nodes through
@@ -38,7 +40,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes ();
+use Text::ParseWords ();
 use SnowflakeClock;
+use SnowflakeDocs;
 use SnowflakeTest;
 
 # Debian packages pg_auto_failover for PostgreSQL 15 only (test/install-deps.sh
@@ -65,6 +69,36 @@ my ($bindir, $pg_autoctl);
 }
 my $pg_ctl = "$bindir/pg_ctl";
 my ($testname) = basename($0) =~ /^(.*)\.pl$/;
+
+# The steps of docs/high-availability.md marked
+# <!-- run by: test/t/037_pg_auto_failover.pl NAME --> are read from the
+# page: the monitor's settings, and the pg_autoctl commands and the
+# postgresql.conf lines of steps 1 to 3, with the test's pg_ctl, data
+# directories and ports in place of the guide's.  The test makes the data
+# directories itself (PostgreSQL::Test::Cluster), and waits for the
+# monitor's states where the guide's reader would look.
+my $page = 'docs/high-availability.md';
+
+# $text with the guide's pg_ctl and the guide's text in each key of
+# %subst ("~/ha/node_a", "--pgport 6001", ...), which $text must hold,
+# replaced by the test's.
+sub from_guide
+{
+	my ($text, %subst) = @_;
+	return SnowflakeDocs::substitute($text,
+		'/usr/lib/postgresql/15/bin/pg_ctl' => $pg_ctl, %subst);
+}
+
+# The arguments of the guide's "pg_autoctl create ..." command in $block,
+# run in the background there ("&").
+sub autoctl_args
+{
+	my ($block, $prefix, %subst) = @_;
+	my $command = from_guide(SnowflakeDocs::command($block, $prefix), %subst);
+	$command =~ s/\s+&$// or die "the guide runs \"$command\" in the foreground";
+	my ($program, @args) = Text::ParseWords::shellwords($command);
+	return @args;
+}
 
 # The clock of node_b is this far behind node_a's; IDs may run this far
 # ahead of node_b's clock, so the promoted node_b continues at once (see
@@ -192,42 +226,44 @@ $monitor->init;
 $monitor->append_conf('postgresql.conf', q{
 listen_addresses = '127.0.0.1'
 max_connections = 40
-pgautofailover.health_check_period = 1000
-pgautofailover.health_check_timeout = 5000
-pgautofailover.health_check_max_retries = 1
-pgautofailover.health_check_retry_delay = 500
-pgautofailover.node_considered_unhealthy_timeout = 10000
-pgautofailover.primary_demote_timeout = 10000
-});
+} . SnowflakeDocs::block($page, 'monitor-settings'));
 start_pg_autoctl(
-	'monitor', {}, 'create', 'monitor',
-	'--pgctl' => $pg_ctl,
-	'--pgdata' => $monitor->data_dir,
-	'--pgport' => $monitor->port,
-	'--hostname' => '127.0.0.1',
-	'--auth' => 'trust',
-	'--no-ssl', '--run');
+	'monitor', {},
+	autoctl_args(
+		SnowflakeDocs::block($page, 'monitor-create'), 'pg_autoctl create monitor',
+		'~/ha/monitor' => $monitor->data_dir,
+		'--pgport 6000' => '--pgport ' . $monitor->port));
 $monitor->poll_query_until('pg_auto_failover',
 	q{SELECT count(*) = 1 FROM pgautofailover.formation WHERE formationid = 'default'})
   or die 'the monitor did not come up';
-my $monitor_uri = sprintf('postgres://autoctl_node@127.0.0.1:%d/pg_auto_failover?sslmode=disable',
-	$monitor->port);
 
+# The guide's block $block_name creates $name on port $guide_port; its
+# socket directory is PGHOST, which the test's framework sets, as the guide
+# says to.  The block's commands after "pg_autoctl create postgres" then
+# run with bash, as the docs tier runs sh blocks (within the framework's
+# timeout).
 sub create_data_node
 {
-	my ($name, $node, $env) = @_;
+	my ($name, $node, $env, $block_name, $guide_port) = @_;
+	my $block = SnowflakeDocs::block($page, $block_name);
+	my $create = 'pg_autoctl create postgres';
 	start_pg_autoctl(
-		$name, $env, 'create', 'postgres',
-		'--pgctl' => $pg_ctl,
-		'--pgdata' => $node->data_dir,
-		'--pgport' => $node->port,
-		'--pghost' => $node->host,
-		'--listen' => '127.0.0.1',
-		'--hostname' => '127.0.0.1',
-		'--name' => $name,
-		'--monitor' => $monitor_uri,
-		'--auth' => 'trust',
-		'--no-ssl', '--run');
+		$name, $env,
+		autoctl_args(
+			$block, $create,
+			"~/ha/$name" => $node->data_dir,
+			"--pgport $guide_port" => '--pgport ' . $node->port,
+			'127.0.0.1:6000' => '127.0.0.1:' . $monitor->port));
+	my @commands = SnowflakeDocs::commands($block);
+	shift @commands while @commands && index($commands[0], $create) != 0;
+	shift @commands;
+	my $rest = join("\n", @commands) . "\n";
+	my %subst = ('~/ha/monitor' => $monitor->data_dir, "-p $guide_port " => '-p ' . $node->port . ' ');
+	$rest = SnowflakeDocs::substitute($rest, map { $_ => $subst{$_} } grep { index($rest, $_) >= 0 } keys %subst);
+	local %ENV = (%ENV, %autoctl_env);
+	command_ok(
+		[ 'timeout', $PostgreSQL::Test::Utils::timeout_default, 'bash', '-euo', 'pipefail', '-c', $rest ],
+		"the guide's commands after $create, for $name");
 	return;
 }
 
@@ -241,16 +277,28 @@ $node_a->init(allows_streaming => 1);
 $node_a->append_conf('postgresql.conf', qq{
 listen_addresses = '127.0.0.1'
 max_connections = 40
-shared_preload_libraries = 'snowflake'
 timezone = 'UTC'
-snowflake.max_drift = $max_drift_ms
 snowflake.lease_workers = 2
 });
-create_data_node('node_a', $node_a, {});
+# The guide's lines (snowflake preloaded, its max_drift), by its command.
+command_ok(
+	[
+		'bash', '-euo', 'pipefail', '-c',
+		SnowflakeDocs::substitute(
+			SnowflakeDocs::command(SnowflakeDocs::block($page, 'primary-create'),
+				'cat >> ~/ha/node_a/postgresql.conf'),
+			'~/ha/node_a' => $node_a->data_dir)
+	],
+	'the guide\'s postgresql.conf lines for node_a');
+like(slurp_file($node_a->data_dir . '/postgresql.conf'),
+	qr/^snowflake\.max_drift = $max_drift_ms\b/m,
+	"the guide sets snowflake.max_drift = $max_drift_ms, above node_b's $behind_s s");
+create_data_node('node_a', $node_a, {}, 'primary-create', 6001);
 wait_for_states(node_a => 'single') or die 'node_a did not become the single node';
+is($node_a->safe_psql('postgres', q{SELECT extversion IS NOT NULL FROM pg_extension WHERE extname = 'snowflake'}),
+	't', 'the guide created the extension on node_a');
 $node_a->safe_psql(
 	'postgres', q{
-CREATE EXTENSION snowflake;
 CREATE TABLE ids (
     id      bigint PRIMARY KEY DEFAULT snowflake_nextval(),
     session integer NOT NULL,
@@ -275,7 +323,8 @@ END $$;
 # --- the secondary, its clock behind -----------------------------------------------
 $node_b = PostgreSQL::Test::Cluster->new('node_b');
 SnowflakeClock::write_offset($node_b, -$behind_s);
-create_data_node('node_b', $node_b, { SnowflakeClock::faked_env($node_b) });
+create_data_node('node_b', $node_b, { SnowflakeClock::faked_env($node_b) },
+	'secondary-create', 6002);
 wait_for_states(node_a => 'primary', node_b => 'secondary')
   or die 'node_b did not join as a secondary';
 note show_state();
