@@ -234,7 +234,16 @@ class Runner:
             self.run_by += 1
             return "run by"
         if marker == "same as":
-            self.check_same_as(path, b, arg)
+            twin = self.check_same_as(path, b, arg)
+            # A twin that a test runs, or that cannot run here, covers this
+            # copy too: it is the same text.
+            twin_kind = (twin.marker or (None, None))[0] if twin is not None else None
+            if twin_kind == "run by":
+                self.run_by += 1
+                return "run by"
+            if twin_kind == "not run":
+                self.not_run["marked"] += 1
+                return "not run"
         if marker == "error" and (b.lang not in SQL or not re.fullmatch(r"[0-9A-Z]{5}", arg)):
             self.fail(path, b.line, f"<!-- error: {arg} --> on a {b.lang} block: only sql blocks, "
                       "with a five-character SQLSTATE")
@@ -323,7 +332,7 @@ class Runner:
                       f"of {self.rel(target)} (lines {span[0]} to {span[1]})")
             return
         if twin.text == b.text:
-            return
+            return twin
         mine, theirs = b.text.split("\n"), twin.text.split("\n")
         k = next((k for k, (x, y) in enumerate(zip(mine, theirs)) if x != y),
                  min(len(mine), len(theirs)))
@@ -337,6 +346,7 @@ class Runner:
         self.fail(path, b.line, f"{here_}: this block differs from its twin at "
                   f"{self.rel(target)}:{twin.line}: its line {k + 1} is {show(mine)} here "
                   f"and {show(theirs)} there" + (" (in white space)" if spaces else ""))
+        return None
 
     def run_pages(self, paths):
         for p in paths:
