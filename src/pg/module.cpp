@@ -107,8 +107,8 @@ _PG_init(void)
 		RegisterWorker("snowflake reservation", "snowflake_reservation_main", 1);
 		/* snowflake.database = '': a registry in every database with the extension. */
 		if (RegistryIsAutomatic())
-			RegisterWorker("snowflake registry launcher", "snowflake_registry_launcher_main",
-						   10);
+			RegisterWorker("snowflake registry launcher",
+						   "snowflake_registry_launcher_main", 10);
 		else
 			RegisterWorker("snowflake registry", "snowflake_registry_main", 10);
 	}

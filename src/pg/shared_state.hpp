@@ -101,23 +101,23 @@ constexpr int kProbeRequestCount = 8;
 
 enum RegistryPhase : uint32
 {
-	kRegistryFree,				/* database is InvalidOid */
-	kRegistryStarting,			/* started; has not found the extension yet */
-	kRegistryRunning,			/* found it: runs rounds */
-	kRegistryStopped,			/* its worker is gone; the launcher decides */
+	kRegistryFree,     /* database is InvalidOid */
+	kRegistryStarting, /* started; has not found the extension yet */
+	kRegistryRunning,  /* found it: runs rounds */
+	kRegistryStopped,  /* its worker is gone; the launcher decides */
 };
 
 struct RegistrySlot
 {
-	Oid			database;
-	uint32		phase;			/* a RegistryPhase */
-	int			pid;			/* its worker's, while it runs; else 0 */
-	bool		absent;			/* its worker found no extension */
-	bool		dropping;		/* DROP DATABASE asked its worker to exit */
-	bool		reprobe;		/* the extension changed while it was starting */
-	bool		collision;		/* its last round saw a running peer */
-	TimestampTz last_round;		/* the last round that completed; 0: none */
-	char		problem[256];	/* why rounds do not complete; "" if they do */
+	Oid database;
+	uint32 phase;           /* a RegistryPhase */
+	int pid;                /* its worker's, while it runs; else 0 */
+	bool absent;            /* its worker found no extension */
+	bool dropping;          /* DROP DATABASE asked its worker to exit */
+	bool reprobe;           /* the extension changed while it was starting */
+	bool collision;         /* its last round saw a running peer */
+	TimestampTz last_round; /* the last round that completed; 0: none */
+	char problem[256];      /* why rounds do not complete; "" if they do */
 };
 
 struct SharedState
@@ -150,7 +150,7 @@ struct SharedState
 	 * registries last found (registry/node_registry.cpp).
 	 */
 	pg_uuid_t	instance_id;
-	slock_t		collision_mutex;	/* guards the next two */
+	slock_t collision_mutex; /* guards the next two */
 
 	/*
 	 * The running peer: its instance id, which every role may read in
@@ -164,14 +164,14 @@ struct SharedState
 	 * The registries, one per database that holds the extension, and their
 	 * launcher (registry/registry_slots.hpp).
 	 */
-	slock_t		registry_mutex;	/* guards the fields before registry_starts */
-	int			launcher_pid;	/* 0 while no launcher runs */
-	char		launcher_problem[256];	/* "" if none */
-	Oid			probe_requests[kProbeRequestCount];	/* databases to probe again */
-	uint32		probe_request_count;
-	bool		probe_all;		/* the requests overflowed: probe every database */
+	slock_t registry_mutex;                 /* guards the fields before registry_starts */
+	int launcher_pid;                       /* 0 while no launcher runs */
+	char launcher_problem[256];             /* "" if none */
+	Oid probe_requests[kProbeRequestCount]; /* databases to probe again */
+	uint32 probe_request_count;
+	bool probe_all; /* the requests overflowed: probe every database */
 	RegistrySlot registries[kRegistrySlotCount];
-	pg_atomic_uint32 registry_starts;	/* named mode: registry workers started */
+	pg_atomic_uint32 registry_starts; /* named mode: registry workers started */
 
 	/*
 	 * Backward steps of the wall clock, seen by the reservation worker

@@ -114,12 +114,13 @@ snowflake_status(PG_FUNCTION_ARGS)
 	values[18] = Int32GetDatum(sessions_attached);
 	values[19] = Int32GetDatum(slots_shared);
 
-	char	   *problems;
+	char *problems;
 	TimestampTz last_round = RegistryStatus(state, &problems);
 
 	values[20] = TimestampTzGetDatum(last_round);
 	nulls[20] = last_round == 0;
-	values[21] = problems != nullptr ? CStringGetTextDatum(problems) : static_cast<Datum>(0);
+	values[21] = problems != nullptr ? CStringGetTextDatum(problems) :
+									   static_cast<Datum>(0);
 	nulls[21] = problems == nullptr;
 	/* An older SQL declaration with fewer columns takes the first ones. */
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));

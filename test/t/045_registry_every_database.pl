@@ -16,6 +16,9 @@
 # 6. Too few background worker slots: the registry that cannot start is a
 #    problem naming its database, with a WARNING whose HINT gives the fix;
 #    more slots, and it runs.
+# 7. More databases with the extension than the 16 registry slots: a
+#    problem naming the one left out, with a WARNING whose HINT gives the
+#    fix; one extension fewer, and the problem is gone.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -176,6 +179,38 @@ ok( $node->poll_query_until(
 		'postgres', 'SELECT registry_problem IS NULL AND registry_last_round IS NOT NULL
                       FROM snowflake_status()'),
 	'and no problem is left');
+
+# --- 7. more databases with the extension than registry slots ----------------------
+# 16 slots: with 17 databases, one cannot be probed; the launcher says so,
+# naming it, with a HINT that gives the fix.  One extension fewer, and
+# every database that has it has its registry.
+
+$node->append_conf('postgresql.conf', "max_worker_processes = 24\n");
+$node->restart;
+my @more = map { "more$_" } 1 .. 13;
+for my $db (@more)
+{
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+	$node->safe_psql($db, 'CREATE EXTENSION snowflake');
+}
+ok( $node->poll_query_until(
+		'postgres', q{SELECT registry_problem ~ '^database "\w+" cannot be probed: all 16 registry slots are taken$'
+                      FROM snowflake_status()}),
+	'a 17th database with the extension is a problem naming it');
+ok( $node->wait_for_log(
+		qr/WARNING:  snowflake node registry cannot run: database "\w+" cannot be probed: all 16 registry slots are taken\n[^\n]*DETAIL:[^\n]*\n[^\n]*HINT:  \QSet snowflake.database to the database whose snowflake_nodes the replication carries, and restart the server.\E/
+	),
+	'the WARNING\'s HINT gives the fix');
+is( $node->safe_psql(
+		'postgres', q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'snowflake registry'}),
+	'16',
+	'16 registries run');
+$node->safe_psql('more1', 'DROP EXTENSION snowflake');
+ok( $node->poll_query_until(
+		'postgres', q{SELECT count(*) = 16 AND bool_and(datname <> 'more1')
+                        AND (SELECT registry_problem IS NULL FROM snowflake_status())
+                       FROM pg_stat_activity WHERE backend_type = 'snowflake registry'}),
+	'one extension fewer: every database that has it has its registry, and no problem is left');
 
 $node->stop;
 done_testing();

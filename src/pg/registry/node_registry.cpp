@@ -22,14 +22,14 @@ extern "C"
 
 #include "access/xact.h"
 #include "access/xlog.h"		/* GetSystemIdentifier, GetWALInsertionTimeLine */
-#include "commands/dbcommands.h"	/* get_database_name */
+#include "commands/dbcommands.h" /* get_database_name */
 #include "catalog/pg_type.h"	/* type OIDs */
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "postmaster/postmaster.h"	/* PostPortNumber */
-#include "storage/ipc.h"		/* before_shmem_exit, proc_exit */
+#include "storage/ipc.h"            /* before_shmem_exit, proc_exit */
 #include "storage/latch.h"
 #include "storage/spin.h"
 #include "tcop/tcopprot.h"	/* die */
@@ -78,8 +78,8 @@ PeerBeat	peers[kMaxPeers];
 int			peer_count = 0;
 
 /* This worker's slot in SharedState::registries, and its database's name. */
-int			my_slot = 0;
-char		my_database[NAMEDATALEN] = "";
+int my_slot = 0;
+char my_database[NAMEDATALEN] = "";
 
 /* snowflake_nodes as the extension's script created it (1.2 on). */
 enum NodeColumn
@@ -241,7 +241,7 @@ PublishFinding(SharedState *state, const PeerBeat *running_peer)
 {
 	bool		collision = running_peer != nullptr;
 	bool		was = pg_atomic_read_u32(&state->node_collision) != 0;
-	bool		any = false;
+	bool any = false;
 
 	/* Any registry's finding stops generation: the flag is their union. */
 	SpinLockAcquire(&state->registry_mutex);
@@ -312,8 +312,9 @@ SetRegistryProblem(SharedState *state, const char *problem, const char *hint)
 	else if (problem[0] != '\0')
 		ereport(WARNING,
 				(errmsg("snowflake node registry cannot run: %s", problem),
-				 errdetail("Until it runs, node-id collisions with this node go undetected, "
-						   "and the last finding stands."),
+				 errdetail(
+					 "Until it runs, node-id collisions with this node go undetected, "
+					 "and the last finding stands."),
 				 errhint("%s", hint)));
 	else
 		ereport(LOG, (errmsg("snowflake node registry completed a round")));
@@ -499,7 +500,7 @@ ReleaseRegistrySlot(int code, Datum arg)
 static bool
 ClaimLaunchedSlot(SharedState *state, Oid database)
 {
-	bool		claimed;
+	bool claimed;
 
 	memcpy(&my_slot, MyBgworkerEntry->bgw_extra, sizeof(my_slot));
 	if (my_slot < 0 || my_slot >= kRegistrySlotCount)
@@ -560,15 +561,16 @@ ConnectRegistry(SharedState *state, Oid database)
 	/* An earlier worker of this run exited before it completed a round. */
 	if (pg_atomic_fetch_add_u32(&state->registry_starts, 1) > 0 &&
 		state->registries[0].last_round == 0)
-		SetRegistryProblem(state,
-						   psprintf("could not connect to database \"%s\" "
-									"(snowflake.database); see the server log",
-									g_settings.registry_database),
-						   psprintf("Create database \"%s\" and the extension in it, or set "
-									"snowflake.database to a database that has the "
-									"extension, or to '' to register every database that has "
-									"it, and restart the server.",
-									g_settings.registry_database));
+		SetRegistryProblem(
+			state,
+			psprintf("could not connect to database \"%s\" "
+					 "(snowflake.database); see the server log",
+					 g_settings.registry_database),
+			psprintf("Create database \"%s\" and the extension in it, or set "
+					 "snowflake.database to a database that has the "
+					 "extension, or to '' to register every database that has "
+					 "it, and restart the server.",
+					 g_settings.registry_database));
 	BackgroundWorkerInitializeConnection(g_settings.registry_database, nullptr, 0);
 	ClaimNamedSlot(state);
 }
@@ -582,7 +584,7 @@ snowflake_registry_main(Datum arg)
 	BackgroundWorkerUnblockSignals();
 
 	SharedState *state = RequireSharedState();
-	bool		automatic = OidIsValid(DatumGetObjectId(arg));
+	bool automatic = OidIsValid(DatumGetObjectId(arg));
 
 	ConnectRegistry(state, DatumGetObjectId(arg));
 	pgstat_report_appname("snowflake registry");

@@ -37,8 +37,8 @@ extern "C"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/spin.h"
-#include "tcop/tcopprot.h"	/* die */
-#include "utils/backend_status.h"	/* pgstat_report_appname */
+#include "tcop/tcopprot.h"        /* die */
+#include "utils/backend_status.h" /* pgstat_report_appname */
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -55,12 +55,12 @@ constexpr int kProbesInFlight = 2;
 
 struct KnownDatabase
 {
-	Oid			oid;
-	NameData	name;
+	Oid oid;
+	NameData name;
 };
 
 /* The databases probed and found without the extension. */
-List	   *absent_databases = NIL;
+List *absent_databases = NIL;
 
 /* The handles of the registries this launcher started, by slot. */
 BackgroundWorkerHandle *handles[kRegistrySlotCount];
@@ -72,7 +72,7 @@ BackgroundWorkerHandle *handles[kRegistrySlotCount];
 KnownDatabase *
 ListDatabases(MemoryContext context, int *count)
 {
-	int			capacity = 16;
+	int capacity = 16;
 	KnownDatabase *databases = static_cast<KnownDatabase *>(
 		MemoryContextAlloc(context, capacity * sizeof(KnownDatabase)));
 
@@ -81,9 +81,9 @@ ListDatabases(MemoryContext context, int *count)
 	StartTransactionCommand();
 	(void) GetTransactionSnapshot();
 
-	Relation	rel = table_open(DatabaseRelationId, AccessShareLock);
+	Relation rel = table_open(DatabaseRelationId, AccessShareLock);
 	TableScanDesc scan = table_beginscan_catalog(rel, 0, nullptr);
-	HeapTuple	tuple;
+	HeapTuple tuple;
 
 	while ((tuple = heap_getnext(scan, ForwardScanDirection)) != nullptr)
 	{
@@ -122,7 +122,7 @@ FindDatabase(const KnownDatabase *databases, int count, Oid oid)
 void
 SetLauncherProblem(SharedState *state, const char *problem, const char *hint)
 {
-	bool		changed;
+	bool changed;
 
 	SpinLockAcquire(&state->registry_mutex);
 	changed = strncmp(state->launcher_problem, problem,
@@ -164,7 +164,7 @@ StartRegistry(SharedState *state, int index, const KnownDatabase *database)
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;	/* the launcher decides */
+	worker.bgw_restart_time = BGW_NEVER_RESTART; /* the launcher decides */
 	strlcpy(worker.bgw_library_name, "snowflake", BGW_MAXLEN);
 	strlcpy(worker.bgw_function_name, "snowflake_registry_main", BGW_MAXLEN);
 	snprintf(worker.bgw_name, BGW_MAXLEN, "snowflake registry in database %u",
@@ -179,14 +179,14 @@ StartRegistry(SharedState *state, int index, const KnownDatabase *database)
 	handles[index] = nullptr;
 
 	MemoryContext previous = MemoryContextSwitchTo(TopMemoryContext);
-	bool		registered = RegisterDynamicBackgroundWorker(&worker, &handles[index]);
+	bool registered = RegisterDynamicBackgroundWorker(&worker, &handles[index]);
 
 	MemoryContextSwitchTo(previous);
 	if (registered)
 		return;
 
-	char		problem[sizeof(slot->problem)];
-	bool		changed;
+	char problem[sizeof(slot->problem)];
+	bool changed;
 
 	snprintf(problem, sizeof(problem),
 			 "no background worker slot is free for its registry (max_worker_processes)");
@@ -210,9 +210,9 @@ StartRegistry(SharedState *state, int index, const KnownDatabase *database)
 void
 TakeProbeRequests(SharedState *state)
 {
-	Oid			requests[kProbeRequestCount];
-	uint32		count;
-	bool		all;
+	Oid requests[kProbeRequestCount];
+	uint32 count;
+	bool all;
 
 	SpinLockAcquire(&state->registry_mutex);
 	count = state->probe_request_count;
@@ -248,7 +248,7 @@ StoppedAction
 DecideStopped(const RegistrySlot &slot, bool exists, bool periodic)
 {
 	if (!exists || slot.dropping)
-		return StoppedAction::kFree;	/* a database still there is probed afresh */
+		return StoppedAction::kFree; /* a database still there is probed afresh */
 	if (slot.absent)
 		return slot.reprobe ? StoppedAction::kRestart : StoppedAction::kFreeAbsent;
 	return periodic ? StoppedAction::kRestart : StoppedAction::kNone;
@@ -262,8 +262,8 @@ DecideStopped(const RegistrySlot &slot, bool exists, bool periodic)
 void
 RunPass(SharedState *state, bool periodic, MemoryContext pass_context)
 {
-	int			count;
-	bool		gone[kRegistrySlotCount];
+	int count;
+	bool gone[kRegistrySlotCount];
 
 	TakeProbeRequests(state);
 
@@ -272,14 +272,14 @@ RunPass(SharedState *state, bool periodic, MemoryContext pass_context)
 	/* A started registry that never got to its slot (GetBackgroundWorkerPid locks). */
 	for (int i = 0; i < kRegistrySlotCount; i++)
 	{
-		pid_t		pid;
+		pid_t pid;
 
 		gone[i] = handles[i] != nullptr &&
 			GetBackgroundWorkerPid(handles[i], &pid) == BGWH_STOPPED;
 	}
 
 	RegistrySlot slots[kRegistrySlotCount];
-	bool		freed = false;
+	bool freed = false;
 
 	SpinLockAcquire(&state->registry_mutex);
 	for (int i = 0; i < kRegistrySlotCount; i++)
@@ -297,7 +297,7 @@ RunPass(SharedState *state, bool periodic, MemoryContext pass_context)
 	memcpy(slots, state->registries, sizeof(slots));
 	SpinLockRelease(&state->registry_mutex);
 
-	int			in_flight = 0;
+	int in_flight = 0;
 
 	for (int i = 0; i < kRegistrySlotCount; i++)
 	{
@@ -336,10 +336,10 @@ RunPass(SharedState *state, bool periodic, MemoryContext pass_context)
 		RecomputeNodeCollision(state);
 
 	/* Forget absent databases that are gone: their OIDs may come back. */
-	List	   *still_there = NIL;
-	ListCell   *cell;
+	List *still_there = NIL;
+	ListCell *cell;
 
-	foreach(cell, absent_databases)
+	foreach (cell, absent_databases)
 		if (FindDatabase(databases, count, lfirst_oid(cell)) != nullptr)
 			still_there = lappend_oid(still_there, lfirst_oid(cell));
 	list_free(absent_databases);
@@ -351,15 +351,15 @@ RunPass(SharedState *state, bool periodic, MemoryContext pass_context)
 	for (int d = 0; d < count && in_flight < kProbesInFlight; d++)
 	{
 		const KnownDatabase *database = &databases[d];
-		int			free_slot = -1;
-		bool		placed = false;
+		int free_slot = -1;
+		bool placed = false;
 
 		if (list_member_oid(absent_databases, database->oid))
 			continue;
 		for (int i = 0; i < kRegistrySlotCount; i++)
 		{
-			placed = placed || (slots[i].phase != kRegistryFree &&
-								slots[i].database == database->oid);
+			placed = placed ||
+				(slots[i].phase != kRegistryFree && slots[i].database == database->oid);
 			if (free_slot < 0 && slots[i].phase == kRegistryFree)
 				free_slot = i;
 		}
@@ -378,7 +378,7 @@ RunPass(SharedState *state, bool periodic, MemoryContext pass_context)
 
 	if (unplaced != nullptr)
 	{
-		char		problem[sizeof(state->launcher_problem)];
+		char problem[sizeof(state->launcher_problem)];
 
 		snprintf(problem, sizeof(problem),
 				 "database \"%s\" cannot be probed: all %d registry slots are taken",
@@ -423,7 +423,7 @@ BecomeLauncher(SharedState *state)
 	before_shmem_exit(ClearLauncherPid, 0);
 }
 
-}							/* namespace */
+} /* namespace */
 
 void
 snowflake_registry_launcher_main(Datum arg)
@@ -455,8 +455,8 @@ snowflake_registry_launcher_main(Datum arg)
 		}
 
 		TimestampTz now = GetCurrentTimestamp();
-		bool		periodic = TimestampDifferenceExceeds(last_periodic, now,
-														  g_settings.registry_interval_ms);
+		bool periodic = TimestampDifferenceExceeds(last_periodic, now,
+												   g_settings.registry_interval_ms);
 
 		if (periodic)
 			last_periodic = now;

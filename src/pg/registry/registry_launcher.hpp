@@ -15,4 +15,4 @@ extern "C"
 /* The launcher's entry point, registered by _PG_init in automatic mode. */
 extern "C" PGDLLEXPORT void snowflake_registry_launcher_main(Datum arg);
 
-#endif							/* SNOWFLAKE_PG_REGISTRY_LAUNCHER_HPP */
+#endif /* SNOWFLAKE_PG_REGISTRY_LAUNCHER_HPP */

@@ -19,10 +19,10 @@ extern "C"
 
 #include "access/xact.h"
 #include "catalog/objectaccess.h"
-#include "catalog/pg_database.h"	/* DatabaseRelationId */
-#include "catalog/pg_extension.h"	/* ExtensionRelationId */
-#include "commands/extension.h" /* get_extension_name */
-#include "miscadmin.h"			/* MyDatabaseId */
+#include "catalog/pg_database.h"  /* DatabaseRelationId */
+#include "catalog/pg_extension.h" /* ExtensionRelationId */
+#include "commands/extension.h"   /* get_extension_name */
+#include "miscadmin.h"            /* MyDatabaseId */
 }
 
 #include <cstring>
@@ -36,12 +36,12 @@ object_access_hook_type previous_object_access_hook = nullptr;
 
 /* Extensions this transaction created or altered (OIDs); overflow: unknown. */
 constexpr int kNotedExtensions = 4;
-Oid			noted_extensions[kNotedExtensions];
-int			noted_count = 0;
-bool		noted_overflow = false;
+Oid noted_extensions[kNotedExtensions];
+int noted_count = 0;
+bool noted_overflow = false;
 
 /* The transaction changed the snowflake extension: probe at commit. */
-bool		probe_at_commit = false;
+bool probe_at_commit = false;
 
 void
 NoteExtension(Oid extension)
@@ -106,7 +106,7 @@ OnTransactionEvent(XactEvent event, void *arg)
 	}
 }
 
-}							/* namespace */
+} /* namespace */
 
 void
 InstallRegistryRequestHooks(void)

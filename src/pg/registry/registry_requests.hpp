@@ -8,6 +8,6 @@
 #define SNOWFLAKE_PG_REGISTRY_REQUESTS_HPP
 
 /* Installs the object-access hook and the transaction callback; from _PG_init. */
-void		InstallRegistryRequestHooks(void);
+void InstallRegistryRequestHooks(void);
 
-#endif							/* SNOWFLAKE_PG_REGISTRY_REQUESTS_HPP */
+#endif /* SNOWFLAKE_PG_REGISTRY_REQUESTS_HPP */

@@ -10,7 +10,7 @@ extern "C"
 
 #include <signal.h>
 
-#include "commands/dbcommands.h"	/* get_database_name */
+#include "commands/dbcommands.h" /* get_database_name */
 #include "lib/stringinfo.h"
 #include "storage/spin.h"
 }
@@ -21,7 +21,8 @@ extern "C"
 bool
 RegistryIsAutomatic(void)
 {
-	return g_settings.registry_database == nullptr || g_settings.registry_database[0] == '\0';
+	return g_settings.registry_database == nullptr ||
+		g_settings.registry_database[0] == '\0';
 }
 
 void
@@ -44,7 +45,7 @@ InitRegistrySlots(SharedState *state)
 void
 WakeRegistryLauncher(SharedState *state)
 {
-	int			pid;
+	int pid;
 
 	SpinLockAcquire(&state->registry_mutex);
 	pid = state->launcher_pid;
@@ -60,7 +61,7 @@ RequestRegistryProbe(Oid database)
 	SharedState *state = RequireSharedState();
 
 	SpinLockAcquire(&state->registry_mutex);
-	bool		queued = false;
+	bool queued = false;
 
 	for (uint32 i = 0; i < state->probe_request_count; i++)
 		queued = queued || state->probe_requests[i] == database;
@@ -76,8 +77,8 @@ void
 StopRegistryOfDatabase(Oid database)
 {
 	SharedState *state = RequireSharedState();
-	int			pids[kRegistrySlotCount];
-	int			count = 0;
+	int pids[kRegistrySlotCount];
+	int count = 0;
 
 	SpinLockAcquire(&state->registry_mutex);
 	for (RegistrySlot &slot : state->registries)
@@ -96,7 +97,7 @@ StopRegistryOfDatabase(Oid database)
 void
 RecomputeNodeCollision(SharedState *state)
 {
-	bool		any = false;
+	bool any = false;
 
 	SpinLockAcquire(&state->registry_mutex);
 	for (const RegistrySlot &slot : state->registries)
@@ -109,7 +110,7 @@ TimestampTz
 RegistryStatus(SharedState *state, char **problems)
 {
 	RegistrySlot slots[kRegistrySlotCount];
-	char		launcher_problem[sizeof(state->launcher_problem)];
+	char launcher_problem[sizeof(state->launcher_problem)];
 	TimestampTz oldest = 0;
 	StringInfoData text;
 

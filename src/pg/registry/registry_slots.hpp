@@ -27,32 +27,32 @@
 #include "pg/shared_state.hpp"
 
 /* snowflake.database is '': a registry in every database with the extension. */
-bool		RegistryIsAutomatic(void);
+bool RegistryIsAutomatic(void);
 
 /* Sets up the registry slots of freshly created shared memory. */
-void		InitRegistrySlots(SharedState *state);
+void InitRegistrySlots(SharedState *state);
 
 /* Sets the launcher's latch, if a launcher runs. */
-void		WakeRegistryLauncher(SharedState *state);
+void WakeRegistryLauncher(SharedState *state);
 
 /*
  * Asks the launcher to probe "database" again: the extension was created
  * or updated there and the transaction committed.
  */
-void		RequestRegistryProbe(Oid database);
+void RequestRegistryProbe(Oid database);
 
 /*
  * Asks the registry connected to "database" to exit, so that DROP DATABASE
  * (which waits up to 5 s for other sessions there) is not refused.
  */
-void		StopRegistryOfDatabase(Oid database);
+void StopRegistryOfDatabase(Oid database);
 
 /*
  * Sets node_collision to the union of the registries' findings, after a
  * registry's slot stopped counting (its database lost the extension, or
  * is gone).
  */
-void		RecomputeNodeCollision(SharedState *state);
+void RecomputeNodeCollision(SharedState *state);
 
 /*
  * What snowflake_status() shows: the oldest last round among the running
@@ -61,4 +61,4 @@ void		RecomputeNodeCollision(SharedState *state);
  */
 TimestampTz RegistryStatus(SharedState *state, char **problems);
 
-#endif							/* SNOWFLAKE_PG_REGISTRY_SLOTS_HPP */
+#endif /* SNOWFLAKE_PG_REGISTRY_SLOTS_HPP */
