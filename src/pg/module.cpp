@@ -31,6 +31,9 @@ extern "C"
 #include "pg/old_versions.hpp"
 #include "pg/planner/timestamp_rewrite.hpp"
 #include "pg/registry/node_registry.hpp"
+#include "pg/registry/registry_launcher.hpp"
+#include "pg/registry/registry_requests.hpp"
+#include "pg/registry/registry_slots.hpp"
 #include "pg/reservation/reservation.hpp"
 #include "pg/reservation/reservation_wal.hpp"
 #include "pg/reservation/upgrade_guard.hpp"
@@ -49,8 +52,9 @@ PGDLLEXPORT void _PG_init(void);
 }
 
 /*
- * Registers one of the extension's background workers.  Both run on
- * primaries only (from the end of recovery) and come back after a failure.
+ * Registers one of the extension's static background workers.  Both run
+ * on primaries only (from the end of recovery) and come back after a
+ * failure.
  */
 static void
 RegisterWorker(const char *name, const char *function, int restart_seconds)
@@ -101,12 +105,18 @@ _PG_init(void)
 	else
 	{
 		RegisterWorker("snowflake reservation", "snowflake_reservation_main", 1);
-		RegisterWorker("snowflake registry", "snowflake_registry_main", 10);
+		/* snowflake.database = '': a registry in every database with the extension. */
+		if (RegistryIsAutomatic())
+			RegisterWorker("snowflake registry launcher",
+						   "snowflake_registry_launcher_main", 10);
+		else
+			RegisterWorker("snowflake registry", "snowflake_registry_main", 10);
 	}
 	InstallSharedStateHooks(InitSubsystemState);
 	/* After the shared state: its startup hook runs first, and so loads first. */
 	InstallLeaseTableHooks();
 	InstallTimestampRewrite();
 	InstallLayoutHistoryGuard();
+	InstallRegistryRequestHooks();
 	InstallOldVersionGuard();
 }

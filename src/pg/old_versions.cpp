@@ -292,7 +292,9 @@ snowflake_lease_context(PG_FUNCTION_ARGS)
 					"version 1.5"),
 			 errdetail("Version 1.5 keeps leases in the server, not in the table "
 					   "snowflake_worker_leases."),
-			 errhint("Run ALTER EXTENSION snowflake UPDATE, first in the database that "
-					 "snowflake.database names: it carries the table's leases over.")));
+			 errhint(
+				 "Run ALTER EXTENSION snowflake UPDATE, first in the database whose 1.4 "
+				 "table snowflake_worker_leases holds the leases (where "
+				 "snowflake.database pointed under 1.4): it carries them over.")));
 	PG_RETURN_NULL();
 }

@@ -251,10 +251,13 @@ DefineSettings(void)
 								setting.boot, setting.min, setting.max, setting.context,
 								setting.flags, nullptr, nullptr, nullptr);
 	DefineCustomStringVariable("snowflake.database",
-							   gettext_noop("Database whose snowflake_nodes table registers "
-											"this node."),
-							   nullptr, &g_settings.registry_database, "postgres",
-							   PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+							   gettext_noop(
+								   "Database whose snowflake_nodes table registers "
+								   "this node."),
+							   gettext_noop("Empty: every database where the extension is "
+											"installed."),
+							   &g_settings.registry_database, "", PGC_POSTMASTER, 0,
+							   nullptr, nullptr, nullptr);
 	DefineCustomEnumVariable("snowflake.on_node_collision",
 							 gettext_noop("What to do when another running instance uses "
 										  "this node_id."),

@@ -36,7 +36,7 @@ struct Settings
 	int			node_id;
 	int			max_drift_ms;
 	int			reserve_ahead_ms;	/* changeable on reload */
-	char	   *registry_database;	/* where snowflake_nodes is kept */
+	char *registry_database;        /* where snowflake_nodes is kept; "": everywhere */
 	int			registry_interval_ms;	/* changeable on reload */
 	int			on_node_collision;	/* a NodeCollisionPolicy; on reload */
 	int			clock_wait_timeout_ms;	/* changeable per session */

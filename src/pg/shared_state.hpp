@@ -92,6 +92,34 @@ union PaddedSessionAttachment
 static_assert(sizeof(SessionAttachment) <= PG_CACHE_LINE_SIZE,
 			  "an attachment must fit one cache line");
 
+/*
+ * One node registry: the "snowflake registry" worker of one database
+ * (registry/registry_slots.hpp says who writes what).
+ */
+constexpr int kRegistrySlotCount = 16;
+constexpr int kProbeRequestCount = 8;
+
+enum RegistryPhase : uint32
+{
+	kRegistryFree,     /* database is InvalidOid */
+	kRegistryStarting, /* started; has not found the extension yet */
+	kRegistryRunning,  /* found it: runs rounds */
+	kRegistryStopped,  /* its worker is gone; the launcher decides */
+};
+
+struct RegistrySlot
+{
+	Oid database;
+	uint32 phase;           /* a RegistryPhase */
+	int pid;                /* its worker's, while it runs; else 0 */
+	bool absent;            /* its worker found no extension */
+	bool dropping;          /* DROP DATABASE asked its worker to exit */
+	bool reprobe;           /* the extension changed while it was starting */
+	bool collision;         /* its last round saw a running peer */
+	TimestampTz last_round; /* the last round that completed; 0: none */
+	char problem[256];      /* why rounds do not complete; "" if they do */
+};
+
 struct SharedState
 {
 	int64		started_unix_ms;	/* wall clock when this memory was set up */
@@ -127,11 +155,11 @@ struct SharedState
 
 	/*
 	 * This run's identity in snowflake_nodes (random per start, so a clone
-	 * or a promoted standby differs from its origin), and what the registry
-	 * worker last found and did (registry/node_registry.cpp).
+	 * or a promoted standby differs from its origin), and what the
+	 * registries last found (registry/node_registry.cpp).
 	 */
 	pg_uuid_t	instance_id;
-	slock_t		collision_mutex;	/* guards the next four */
+	slock_t collision_mutex; /* guards the next two */
 
 	/*
 	 * The running peer: its instance id, which every role may read in
@@ -140,9 +168,19 @@ struct SharedState
 	 */
 	char		collision_instance[UUID_LEN * 2 + 5];
 	char		collision_detail[256];
-	TimestampTz registry_last_round;	/* the last round that completed; 0: none */
-	char		registry_problem[256];	/* why rounds do not complete; "" if they do */
-	pg_atomic_uint32 registry_starts;	/* registry workers started in this run */
+
+	/*
+	 * The registries, one per database that holds the extension, and their
+	 * launcher (registry/registry_slots.hpp).
+	 */
+	slock_t registry_mutex;                 /* guards the fields before registry_starts */
+	int launcher_pid;                       /* 0 while no launcher runs */
+	char launcher_problem[256];             /* "" if none */
+	Oid probe_requests[kProbeRequestCount]; /* databases to probe again */
+	uint32 probe_request_count;
+	bool probe_all; /* the requests overflowed: probe every database */
+	RegistrySlot registries[kRegistrySlotCount];
+	pg_atomic_uint32 registry_starts; /* named mode: registry workers started */
 
 	/*
 	 * Backward steps of the wall clock, seen by the reservation worker

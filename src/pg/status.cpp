@@ -32,6 +32,7 @@ extern "C"
 
 #include "core/layout.hpp"
 #include "pg/clock.hpp"
+#include "pg/registry/registry_slots.hpp"
 #include "pg/reservation/reservation.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
@@ -113,17 +114,14 @@ snowflake_status(PG_FUNCTION_ARGS)
 	values[18] = Int32GetDatum(sessions_attached);
 	values[19] = Int32GetDatum(slots_shared);
 
-	char		problem[sizeof(state->registry_problem)];
-	TimestampTz last_round;
+	char *problems;
+	TimestampTz last_round = RegistryStatus(state, &problems);
 
-	SpinLockAcquire(&state->collision_mutex);
-	last_round = state->registry_last_round;
-	strlcpy(problem, state->registry_problem, sizeof(problem));
-	SpinLockRelease(&state->collision_mutex);
 	values[20] = TimestampTzGetDatum(last_round);
 	nulls[20] = last_round == 0;
-	values[21] = CStringGetTextDatum(problem);
-	nulls[21] = problem[0] == '\0';
+	values[21] = problems != nullptr ? CStringGetTextDatum(problems) :
+									   static_cast<Datum>(0);
+	nulls[21] = problems == nullptr;
 	/* An older SQL declaration with fewer columns takes the first ones. */
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }

@@ -145,7 +145,8 @@ ALTER ROLE smith SET idle_in_transaction_session_timeout = :'st';
 EOF
 # The timeout in milliseconds, as the server reads it (0: none).
 statement_timeout_ms=$(psql -X -At -d fuzz -c "SELECT setting FROM pg_settings WHERE name = 'statement_timeout'")
-# The extension in "postgres" too: snowflake.database, the node registry's.
+# The extension in "postgres" too: a second database with a node registry
+# (snowflake.database is '', so every database with the extension has one).
 psql_admin -c 'CREATE EXTENSION snowflake'
 psql -X -q -v ON_ERROR_STOP=1 -d fuzz <<'EOF'
 CREATE EXTENSION snowflake;

@@ -183,7 +183,9 @@ sub connect_pair
 # then both started: an apply worker that failed to connect is retried
 # within seconds by a manager that just started), so that each
 # server's run registers itself in snowflake_nodes only now that the
-# subscriptions exist.  The registry inserts an instance's row once, at its
+# subscriptions exist.  (The first run, under the default
+# snowflake.database = '', registered itself in "app" too; its rows stay
+# on their node, and its instance is gone after the restart.)  The registry inserts an instance's row once, at its
 # first heartbeat, and updates it from then on; a row inserted before the
 # other node subscribed never reaches it, and pglogical then skips every
 # later heartbeat of that row there as a conflict ("remote UPDATE ...

@@ -93,8 +93,9 @@ SELECT s.reserved_until > b.reserved_until AS extended_by_the_worker,
   FROM snowflake_status() AS s, before_wait AS b;
 DROP TABLE before_wait;
 
--- This instance heartbeats in snowflake_nodes (snowflake.database is the
--- regression database here) and finds no other instance with its node id.
+-- This instance heartbeats in snowflake_nodes (snowflake.database is '', so
+-- the regression database has a registry) and finds no other instance with
+-- its node id.
 DO $$
 BEGIN
     FOR i IN 1..3000 LOOP

@@ -1,6 +1,8 @@
 # When the node registry cannot run, snowflake_status() and the log say
-# why, the last finding stands, and snowflake.on_node_collision still works
-# on reload.
+# why (with a HINT that gives the fix), the last finding stands, and
+# snowflake.on_node_collision still works on reload.  snowflake.database
+# names "postgres" here: one registry, in that database
+# (046_registry_every_database.pl covers the default, '').
 #
 # A running peer with our node id is faked in snowflake_nodes (a row whose
 # beat count keeps growing), so that the registry finds a collision and,
@@ -105,9 +107,9 @@ is( status('registry_problem'),
 	  . 'the snowflake extension, version 1.2 or later, is not installed there',
 	'the report names the database and what is missing');
 ok( $node->wait_for_log(
-		qr/WARNING:  snowflake node registry cannot run: database "postgres"/,
+		qr/WARNING:  snowflake node registry cannot run: database "postgres"[^\n]*\n[^\n]*DETAIL:[^\n]*\n[^\n]*HINT:  \QCreate the extension in database "postgres", or set snowflake.database to a database that has it, or to '' to register every database that has it, and restart the server.\E/,
 		$log_offset),
-	'the log says the registry cannot run');
+	'the log says the registry cannot run, and the HINT gives the fix');
 is(status('node_collision'), 't', 'the last finding stands');
 like(nextval(), $blocked, 'and keeps refusing IDs under on_node_collision = error');
 
@@ -176,6 +178,10 @@ ok( $node->poll_query_until(
                    AND registry_last_round IS NULL
                    FROM snowflake_status()}),
 	'a registry that cannot connect is reported');
+ok( $node->wait_for_log(
+		qr/WARNING:  snowflake node registry cannot run: could not connect to database "nosuchdb"[^\n]*\n[^\n]*DETAIL:[^\n]*\n[^\n]*HINT:  \QCreate database "nosuchdb" and the extension in it, or set snowflake.database to a database that has the extension, or to '' to register every database that has it, and restart the server.\E/
+	),
+	'with a HINT that gives the fix');
 is(nextval(), 't', 'and generation goes on');
 
 $node->stop;

@@ -964,10 +964,14 @@ snowflake_lease_import_v14(PG_FUNCTION_ARGS)
 					(errmsg("snowflake lease " INT64_FORMAT " of worker id %d, taken under "
 							"version 1.4, was not carried into version 1.5",
 							token, worker_id),
-					 errdetail("This server leased worker ids under version 1.5 before this "
-							   "database was updated."),
-					 errhint("Update the database that snowflake.database names first.  The "
-							 "lease's holder is told at its next renewal.")));
+					 errdetail(
+						 "This server leased worker ids under version 1.5 before this "
+						 "database was updated."),
+					 errhint(
+						 "Update first the database whose 1.4 table "
+						 "snowflake_worker_leases held the leases (where "
+						 "snowflake.database pointed under 1.4).  The lease's holder is "
+						 "told at its next renewal.")));
 			PG_RETURN_BOOL(false);
 		}
 	}

@@ -1,7 +1,12 @@
 /*
  * node_registry.cpp
- *	  The "snowflake registry" background worker: heartbeats in
- *	  snowflake_nodes and node-id collision detection.
+ *	  The "snowflake registry" background worker of one database:
+ *	  heartbeats in its snowflake_nodes and node-id collision detection.
+ *
+ * In automatic mode (snowflake.database = '') the launcher starts one per
+ * database, connected by OID (registry_launcher.cpp); a worker that finds
+ * no snowflake_nodes there says so in its slot and exits quietly.  In
+ * named mode it is the static worker, connected to the database named.
  *
  * Each round runs in its own transaction.  An error in a round (say, the
  * extension was dropped) is logged and the next round starts afresh; the
@@ -17,12 +22,14 @@ extern "C"
 
 #include "access/xact.h"
 #include "access/xlog.h"		/* GetSystemIdentifier, GetWALInsertionTimeLine */
+#include "commands/dbcommands.h" /* get_database_name */
 #include "catalog/pg_type.h"	/* type OIDs */
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "postmaster/postmaster.h"	/* PostPortNumber */
+#include "storage/ipc.h"            /* before_shmem_exit, proc_exit */
 #include "storage/latch.h"
 #include "storage/spin.h"
 #include "tcop/tcopprot.h"	/* die */
@@ -42,6 +49,7 @@ extern "C"
 #include "pg/extension_table.hpp"
 #include "pg/old_versions.hpp"
 #include "pg/registry/node_registry.hpp"
+#include "pg/registry/registry_slots.hpp"
 #include "pg/settings.hpp"
 #include "pg/timestamps.hpp"
 
@@ -68,6 +76,10 @@ constexpr int kRunningWindowIntervals = 3;
 
 PeerBeat	peers[kMaxPeers];
 int			peer_count = 0;
+
+/* This worker's slot in SharedState::registries, and its database's name. */
+int my_slot = 0;
+char my_database[NAMEDATALEN] = "";
 
 /* snowflake_nodes as the extension's script created it (1.2 on). */
 enum NodeColumn
@@ -229,14 +241,25 @@ PublishFinding(SharedState *state, const PeerBeat *running_peer)
 {
 	bool		collision = running_peer != nullptr;
 	bool		was = pg_atomic_read_u32(&state->node_collision) != 0;
+	bool any = false;
 
-	SpinLockAcquire(&state->collision_mutex);
-	strlcpy(state->collision_instance, collision ? running_peer->instance_id : "",
-			sizeof(state->collision_instance));
-	strlcpy(state->collision_detail, collision ? running_peer->description : "",
-			sizeof(state->collision_detail));
-	SpinLockRelease(&state->collision_mutex);
-	pg_atomic_write_u32(&state->node_collision, collision ? 1 : 0);
+	/* Any registry's finding stops generation: the flag is their union. */
+	SpinLockAcquire(&state->registry_mutex);
+	state->registries[my_slot].collision = collision;
+	for (const RegistrySlot &slot : state->registries)
+		any = any || (slot.phase != kRegistryFree && slot.collision);
+	SpinLockRelease(&state->registry_mutex);
+
+	if (collision)
+	{
+		SpinLockAcquire(&state->collision_mutex);
+		strlcpy(state->collision_instance, running_peer->instance_id,
+				sizeof(state->collision_instance));
+		strlcpy(state->collision_detail, running_peer->description,
+				sizeof(state->collision_detail));
+		SpinLockRelease(&state->collision_mutex);
+	}
+	pg_atomic_write_u32(&state->node_collision, any ? 1 : 0);
 
 	/* This worker has no client: its messages go to the server log only. */
 	if (collision && !was)
@@ -247,7 +270,7 @@ PublishFinding(SharedState *state, const PeerBeat *running_peer)
 						   running_peer->description),
 				 errhint("Give each primary its own snowflake.node_id; until then their "
 						 "IDs can collide.")));
-	else if (!collision && was)
+	else if (!any && was)
 		ereport(LOG,
 				(errmsg("snowflake node_id %d is no longer used by another running instance",
 						g_settings.node_id)));
@@ -255,35 +278,52 @@ PublishFinding(SharedState *state, const PeerBeat *running_peer)
 
 /*
  * Records why the registry cannot complete a round, or ("" for "problem")
- * that it just did, and logs each change.  While it cannot, the last
- * finding stands: a collision it saw keeps stopping generation under
- * snowflake.on_node_collision = error, since nothing shows the peer gone.
+ * that it just did, and logs each change with "hint", the fix.  While it
+ * cannot, the last finding stands: a collision it saw keeps stopping
+ * generation under snowflake.on_node_collision = error, since nothing
+ * shows the peer gone.
  */
 void
-SetRegistryProblem(SharedState *state, const char *problem)
+SetRegistryProblem(SharedState *state, const char *problem, const char *hint)
 {
 	TimestampTz now = GetCurrentTimestamp();
+	RegistrySlot *slot = &state->registries[my_slot];
 	bool		changed;
 
-	SpinLockAcquire(&state->collision_mutex);
-	changed = strncmp(state->registry_problem, problem,
-					  sizeof(state->registry_problem) - 1) != 0;
-	strlcpy(state->registry_problem, problem, sizeof(state->registry_problem));
+	SpinLockAcquire(&state->registry_mutex);
+	changed = strncmp(slot->problem, problem, sizeof(slot->problem) - 1) != 0;
+	strlcpy(slot->problem, problem, sizeof(slot->problem));
 	if (problem[0] == '\0')
-		state->registry_last_round = now;
-	SpinLockRelease(&state->collision_mutex);
+	{
+		slot->last_round = now;
+		slot->phase = kRegistryRunning;
+	}
+	SpinLockRelease(&state->registry_mutex);
 
 	if (!changed)
 		return;
-	if (problem[0] != '\0')
+	if (problem[0] != '\0' && RegistryIsAutomatic())
+		ereport(WARNING,
+				(errmsg("snowflake node registry cannot run in database \"%s\": %s",
+						my_database, problem),
+				 errdetail("Until it runs, node-id collisions with this node go undetected "
+						   "there, and the last finding stands."),
+				 errhint("%s", hint)));
+	else if (problem[0] != '\0')
 		ereport(WARNING,
 				(errmsg("snowflake node registry cannot run: %s", problem),
-				 errdetail("Until it runs, node-id collisions with this node go undetected, "
-						   "and the last finding stands."),
-				 errhint("snowflake_status() shows the registry's state.")));
+				 errdetail(
+					 "Until it runs, node-id collisions with this node go undetected, "
+					 "and the last finding stands."),
+				 errhint("%s", hint)));
 	else
 		ereport(LOG, (errmsg("snowflake node registry completed a round")));
 }
+
+/* The hint of a failed round: the error logged before it says what failed. */
+const char *const kRoundFailedHint =
+	"Remove the cause named by the error logged just before this warning; the registry "
+	"tries again every snowflake.registry_interval.";
 
 /*
  * One round in its own transaction.  Returns false if the registry table
@@ -391,9 +431,7 @@ InitRegistryState(SharedState *state)
 	SpinLockInit(&state->collision_mutex);
 	state->collision_instance[0] = '\0';
 	state->collision_detail[0] = '\0';
-	state->registry_last_round = 0;
-	state->registry_problem[0] = '\0';
-	pg_atomic_init_u32(&state->registry_starts, 0);
+	InitRegistrySlots(state);
 	NewInstanceId(&state->instance_id);
 }
 
@@ -426,35 +464,152 @@ ReportGenerationBlocked(SharedState *state)
 			 errhint("Give each primary its own snowflake.node_id.")));
 }
 
+/*
+ * At the exit of an automatic registry: its slot says it stopped (and, if
+ * nothing explains why, that it exited), and the launcher is woken to
+ * decide: free the slot, or start a registry there again.
+ */
+static void
+ReleaseRegistrySlot(int code, Datum arg)
+{
+	(void) code;
+	(void) arg;
+
+	SharedState *state = RequireSharedState();
+	RegistrySlot *slot = &state->registries[my_slot];
+
+	SpinLockAcquire(&state->registry_mutex);
+	if (slot->pid == MyProcPid)
+	{
+		slot->pid = 0;
+		slot->phase = kRegistryStopped;
+		if (!slot->absent && !slot->dropping && slot->problem[0] == '\0')
+			strlcpy(slot->problem,
+					"its registry exited (the server log says why); the launcher starts "
+					"it again within snowflake.registry_interval",
+					sizeof(slot->problem));
+	}
+	SpinLockRelease(&state->registry_mutex);
+	WakeRegistryLauncher(state);
+}
+
+/*
+ * Takes the slot the launcher reserved for "database" (its index is in
+ * bgw_extra); false if it is not ours to take.
+ */
+static bool
+ClaimLaunchedSlot(SharedState *state, Oid database)
+{
+	bool claimed;
+
+	memcpy(&my_slot, MyBgworkerEntry->bgw_extra, sizeof(my_slot));
+	if (my_slot < 0 || my_slot >= kRegistrySlotCount)
+		return false;
+
+	RegistrySlot *slot = &state->registries[my_slot];
+
+	SpinLockAcquire(&state->registry_mutex);
+	claimed = slot->database == database && slot->phase == kRegistryStarting &&
+		slot->pid == 0;
+	if (claimed)
+		slot->pid = MyProcPid;
+	SpinLockRelease(&state->registry_mutex);
+	return claimed;
+}
+
+/* The named registry keeps slot 0 for the server's whole run. */
+static void
+ClaimNamedSlot(SharedState *state)
+{
+	RegistrySlot *slot = &state->registries[0];
+
+	SpinLockAcquire(&state->registry_mutex);
+	slot->database = MyDatabaseId;
+	slot->pid = MyProcPid;
+	if (slot->phase == kRegistryFree)
+		slot->phase = kRegistryStarting;
+	SpinLockRelease(&state->registry_mutex);
+}
+
+/* An automatic registry found no snowflake_nodes: a normal database. */
+static void
+ExitAsAbsent(SharedState *state)
+{
+	SpinLockAcquire(&state->registry_mutex);
+	state->registries[my_slot].absent = true;
+	state->registries[my_slot].collision = false;
+	state->registries[my_slot].problem[0] = '\0';
+	SpinLockRelease(&state->registry_mutex);
+	RecomputeNodeCollision(state);
+	proc_exit(0);
+}
+
+/* Connects: by OID to the launcher's database, or by name in named mode. */
+static void
+ConnectRegistry(SharedState *state, Oid database)
+{
+	if (OidIsValid(database))
+	{
+		if (!ClaimLaunchedSlot(state, database))
+			proc_exit(0);
+		before_shmem_exit(ReleaseRegistrySlot, 0);
+		BackgroundWorkerInitializeConnectionByOid(database, InvalidOid, 0);
+		return;
+	}
+
+	my_slot = 0;
+	/* An earlier worker of this run exited before it completed a round. */
+	if (pg_atomic_fetch_add_u32(&state->registry_starts, 1) > 0 &&
+		state->registries[0].last_round == 0)
+		SetRegistryProblem(
+			state,
+			psprintf("could not connect to database \"%s\" "
+					 "(snowflake.database); see the server log",
+					 g_settings.registry_database),
+			psprintf("Create database \"%s\" and the extension in it, or set "
+					 "snowflake.database to a database that has the "
+					 "extension, or to '' to register every database that has "
+					 "it, and restart the server.",
+					 g_settings.registry_database));
+	BackgroundWorkerInitializeConnection(g_settings.registry_database, nullptr, 0);
+	ClaimNamedSlot(state);
+}
+
+/* The registry's entry point: arg is the database's OID, or 0 in named mode. */
 void
 snowflake_registry_main(Datum arg)
 {
-	(void) arg;
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
 	SharedState *state = RequireSharedState();
+	bool automatic = OidIsValid(DatumGetObjectId(arg));
 
-	/* An earlier worker of this run exited before it completed a round. */
-	if (pg_atomic_fetch_add_u32(&state->registry_starts, 1) > 0 &&
-		state->registry_last_round == 0)
-		SetRegistryProblem(state, psprintf("could not connect to database \"%s\" "
-										   "(snowflake.database); see the server log",
-										   g_settings.registry_database));
-	BackgroundWorkerInitializeConnection(g_settings.registry_database, nullptr, 0);
+	ConnectRegistry(state, DatumGetObjectId(arg));
 	pgstat_report_appname("snowflake registry");
 	PinSettings();
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	const char *name = get_database_name(MyDatabaseId);
+
+	strlcpy(my_database, name != nullptr ? name : "?", sizeof(my_database));
+	CommitTransactionCommand();
 
 	MemoryContext round_context = AllocSetContextCreate(TopMemoryContext,
 														"snowflake registry round",
 														ALLOCSET_DEFAULT_SIZES);
 
-	for (;;)
+	for (bool first = true;; first = false)
 	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 g_settings.registry_interval_ms, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
+		/* The first round at once: a probe answers the launcher quickly. */
+		if (!first)
+		{
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 g_settings.registry_interval_ms, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+		}
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
@@ -463,6 +618,7 @@ snowflake_registry_main(Datum arg)
 		}
 
 		MemoryContext previous = MemoryContextSwitchTo(round_context);
+		volatile bool absent = false;
 
 		PG_TRY();
 		{
@@ -471,13 +627,20 @@ snowflake_registry_main(Datum arg)
 			/* The transaction's end left TopMemoryContext current. */
 			MemoryContextSwitchTo(round_context);
 			if (ran)
-				SetRegistryProblem(state, "");
+				SetRegistryProblem(state, "", "");
+			else if (automatic)
+				absent = true;
 			else
-				SetRegistryProblem(state,
-								   psprintf("database \"%s\" (snowflake.database) has no "
-											"snowflake_nodes table: the snowflake extension, "
-											"version 1.2 or later, is not installed there",
-											g_settings.registry_database));
+				SetRegistryProblem(
+					state,
+					psprintf("database \"%s\" (snowflake.database) has no "
+							 "snowflake_nodes table: the snowflake extension, "
+							 "version 1.2 or later, is not installed there",
+							 g_settings.registry_database),
+					psprintf("Create the extension in database \"%s\", or set "
+							 "snowflake.database to a database that has it, or to '' to "
+							 "register every database that has it, and restart the server.",
+							 g_settings.registry_database));
 		}
 		PG_CATCH();
 		{
@@ -489,10 +652,12 @@ snowflake_registry_main(Datum arg)
 			EmitErrorReport();
 			FlushErrorState();
 			AbortCurrentTransaction();
-			SetRegistryProblem(state, error->message);
+			SetRegistryProblem(state, error->message, kRoundFailedHint);
 		}
 		PG_END_TRY();
 		MemoryContextSwitchTo(previous);
 		MemoryContextReset(round_context);
+		if (absent)
+			ExitAsAbsent(state);
 	}
 }

@@ -6,9 +6,10 @@
  * stop, named by a random UUID.  A restarted server, a clone and a promoted
  * standby are each a new instance.
  *
- * Registry: the table snowflake_nodes in snowflake.database, which the
- * multi-primary replication must carry.  The "snowflake registry"
- * background worker rewrites this instance's row every
+ * Registry: the table snowflake_nodes of a database with the extension
+ * (every such database when snowflake.database is '', else the one it
+ * names), which the multi-primary replication must carry.  The database's
+ * "snowflake registry" background worker rewrites this instance's row every
  * snowflake.registry_interval, adding one to its heartbeat count, and reads
  * the rows of other instances with the same node_id.  An instance whose
  * count grew within the last three intervals is running: a collision (so
@@ -32,7 +33,11 @@
  */
 void		InitRegistryState(SharedState *state);
 
-/* The registry worker's entry point, registered by _PG_init. */
+/*
+ * The registry worker's entry point: started by the launcher with the
+ * database's OID as its argument, or registered by _PG_init (argument 0)
+ * when snowflake.database names a database.
+ */
 extern "C" PGDLLEXPORT void snowflake_registry_main(Datum arg);
 
 /* ERROR explaining that a node-id collision stopped generation. */

@@ -1,0 +1,485 @@
+/*
+ * registry_launcher.cpp
+ *	  The "snowflake registry launcher" (automatic mode, snowflake.database
+ *	  = ''): one node registry in every database that holds the extension.
+ *
+ * It connects to no database, as autovacuum's launcher does, and resolves
+ * no name: it lists the databases by a heap scan of pg_database (those that
+ * allow connections and are not templates: a session in a template would
+ * block CREATE DATABASE) and starts, for each database it has not probed
+ * yet, a dynamic "snowflake registry" worker connected by OID
+ * (node_registry.cpp).  That worker either finds the extension and stays,
+ * running rounds, or marks its slot absent and exits.  The launcher lists
+ * the databases again at every wake: every snowflake.registry_interval,
+ * when a registry starts or stops (bgw_notify_pid), and when a committed
+ * CREATE or ALTER EXTENSION asks it to probe a database again
+ * (registry_requests.cpp).
+ *
+ * A registry that exited without saying why is started again at the next
+ * interval; a database that is gone frees its slot.  At most
+ * kProbesInFlight probes run at once, so that a server with many
+ * databases does not take every background worker slot at its start.
+ */
+extern "C"
+{
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_database.h"
+#include "miscadmin.h"
+#include "nodes/pg_list.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/spin.h"
+#include "tcop/tcopprot.h"        /* die */
+#include "utils/backend_status.h" /* pgstat_report_appname */
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+}
+
+#include "pg/registry/registry_launcher.hpp"
+#include "pg/registry/registry_slots.hpp"
+#include "pg/settings.hpp"
+
+namespace {
+
+constexpr int kProbesInFlight = 2;
+
+struct KnownDatabase
+{
+	Oid oid;
+	NameData name;
+};
+
+/* The databases probed and found without the extension. */
+List *absent_databases = NIL;
+
+/* The handles of the registries this launcher started, by slot. */
+BackgroundWorkerHandle *handles[kRegistrySlotCount];
+
+/*
+ * The databases a registry may run in, read by a heap scan of pg_database
+ * (no name is resolved), into "context".
+ */
+KnownDatabase *
+ListDatabases(MemoryContext context, int *count)
+{
+	int capacity = 16;
+	KnownDatabase *databases = static_cast<KnownDatabase *>(
+		MemoryContextAlloc(context, capacity * sizeof(KnownDatabase)));
+
+	*count = 0;
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	(void) GetTransactionSnapshot();
+
+	Relation rel = table_open(DatabaseRelationId, AccessShareLock);
+	TableScanDesc scan = table_beginscan_catalog(rel, 0, nullptr);
+	HeapTuple tuple;
+
+	while ((tuple = heap_getnext(scan, ForwardScanDirection)) != nullptr)
+	{
+		Form_pg_database database = reinterpret_cast<Form_pg_database>(GETSTRUCT(tuple));
+
+		/* A template, or a database half dropped (DATCONNLIMIT_INVALID_DB). */
+		if (!database->datallowconn || database->datistemplate ||
+			database->datconnlimit == -2)
+			continue;
+		if (*count == capacity)
+		{
+			capacity *= 2;
+			databases = static_cast<KnownDatabase *>(
+				repalloc(databases, capacity * sizeof(KnownDatabase)));
+		}
+		databases[*count].oid = database->oid;
+		databases[*count].name = database->datname;
+		(*count)++;
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+	CommitTransactionCommand();
+	return databases;
+}
+
+const KnownDatabase *
+FindDatabase(const KnownDatabase *databases, int count, Oid oid)
+{
+	for (int i = 0; i < count; i++)
+		if (databases[i].oid == oid)
+			return &databases[i];
+	return nullptr;
+}
+
+/* Sets the launcher's problem ("" for none), logging each new one. */
+void
+SetLauncherProblem(SharedState *state, const char *problem, const char *hint)
+{
+	bool changed;
+
+	SpinLockAcquire(&state->registry_mutex);
+	changed = strncmp(state->launcher_problem, problem,
+					  sizeof(state->launcher_problem) - 1) != 0;
+	strlcpy(state->launcher_problem, problem, sizeof(state->launcher_problem));
+	SpinLockRelease(&state->registry_mutex);
+	if (changed && problem[0] != '\0')
+		ereport(WARNING,
+				(errmsg("snowflake node registry cannot run: %s", problem),
+				 errdetail("Until it runs, node-id collisions with this node go undetected "
+						   "there."),
+				 errhint("%s", hint)));
+}
+
+/*
+ * Starts the registry of "database" in slot "index" (free, or stopped), or
+ * records in the slot why it cannot.
+ */
+void
+StartRegistry(SharedState *state, int index, const KnownDatabase *database)
+{
+	RegistrySlot *slot = &state->registries[index];
+	BackgroundWorker worker;
+
+	SpinLockAcquire(&state->registry_mutex);
+	if (slot->database != database->oid)
+	{
+		/* A new database: nothing of an earlier one carries over. */
+		memset(slot, 0, sizeof(*slot));
+		slot->database = database->oid;
+	}
+	slot->phase = kRegistryStarting;
+	slot->pid = 0;
+	slot->absent = false;
+	slot->dropping = false;
+	slot->reprobe = false;
+	SpinLockRelease(&state->registry_mutex);
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART; /* the launcher decides */
+	strlcpy(worker.bgw_library_name, "snowflake", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, "snowflake_registry_main", BGW_MAXLEN);
+	snprintf(worker.bgw_name, BGW_MAXLEN, "snowflake registry in database %u",
+			 database->oid);
+	strlcpy(worker.bgw_type, "snowflake registry", BGW_MAXLEN);
+	worker.bgw_main_arg = ObjectIdGetDatum(database->oid);
+	memcpy(worker.bgw_extra, &index, sizeof(index));
+	worker.bgw_notify_pid = MyProcPid;
+
+	if (handles[index] != nullptr)
+		pfree(handles[index]);
+	handles[index] = nullptr;
+
+	MemoryContext previous = MemoryContextSwitchTo(TopMemoryContext);
+	bool registered = RegisterDynamicBackgroundWorker(&worker, &handles[index]);
+
+	MemoryContextSwitchTo(previous);
+	if (registered)
+		return;
+
+	char problem[sizeof(slot->problem)];
+	bool changed;
+
+	snprintf(problem, sizeof(problem),
+			 "no background worker slot is free for its registry (max_worker_processes)");
+	SpinLockAcquire(&state->registry_mutex);
+	slot->phase = kRegistryStopped;
+	changed = strcmp(slot->problem, problem) != 0;
+	strlcpy(slot->problem, problem, sizeof(slot->problem));
+	SpinLockRelease(&state->registry_mutex);
+	if (changed)
+		ereport(WARNING,
+				(errmsg("snowflake node registry cannot run in database \"%s\": %s",
+						NameStr(database->name), problem),
+				 errdetail("Until it runs, node-id collisions with this node go undetected "
+						   "there."),
+				 errhint("Raise max_worker_processes (each database with the extension "
+						 "needs one for its registry) and restart the server, or set "
+						 "snowflake.database to the one database to register.")));
+}
+
+/* Takes the probe requests: marks them on their slots, forgets them as absent. */
+void
+TakeProbeRequests(SharedState *state)
+{
+	Oid requests[kProbeRequestCount];
+	uint32 count;
+	bool all;
+
+	SpinLockAcquire(&state->registry_mutex);
+	count = state->probe_request_count;
+	memcpy(requests, state->probe_requests, sizeof(requests));
+	all = state->probe_all;
+	state->probe_request_count = 0;
+	state->probe_all = false;
+	for (RegistrySlot &slot : state->registries)
+		for (uint32 i = 0; i < count; i++)
+			if (slot.phase != kRegistryFree && slot.database == requests[i])
+				slot.reprobe = true;
+	SpinLockRelease(&state->registry_mutex);
+
+	if (all)
+	{
+		list_free(absent_databases);
+		absent_databases = NIL;
+	}
+	for (uint32 i = 0; i < count; i++)
+		absent_databases = list_delete_oid(absent_databases, requests[i]);
+}
+
+/* What to do with a slot whose registry stopped. */
+enum class StoppedAction
+{
+	kNone,
+	kFree,
+	kFreeAbsent,
+	kRestart,
+};
+
+StoppedAction
+DecideStopped(const RegistrySlot &slot, bool exists, bool periodic)
+{
+	if (!exists || slot.dropping)
+		return StoppedAction::kFree; /* a database still there is probed afresh */
+	if (slot.absent)
+		return slot.reprobe ? StoppedAction::kRestart : StoppedAction::kFreeAbsent;
+	return periodic ? StoppedAction::kRestart : StoppedAction::kNone;
+}
+
+/*
+ * One pass: takes the requests, lists the databases, settles the stopped
+ * registries and starts the probes still to run.  "periodic": a
+ * registry interval passed since the last restart of failed registries.
+ */
+void
+RunPass(SharedState *state, bool periodic, MemoryContext pass_context)
+{
+	int count;
+	bool gone[kRegistrySlotCount];
+
+	TakeProbeRequests(state);
+
+	KnownDatabase *databases = ListDatabases(pass_context, &count);
+
+	/* A started registry that never got to its slot (GetBackgroundWorkerPid locks). */
+	for (int i = 0; i < kRegistrySlotCount; i++)
+	{
+		pid_t pid;
+
+		gone[i] = handles[i] != nullptr &&
+			GetBackgroundWorkerPid(handles[i], &pid) == BGWH_STOPPED;
+	}
+
+	RegistrySlot slots[kRegistrySlotCount];
+	bool freed = false;
+
+	SpinLockAcquire(&state->registry_mutex);
+	for (int i = 0; i < kRegistrySlotCount; i++)
+	{
+		RegistrySlot *slot = &state->registries[i];
+
+		if (gone[i] && slot->phase == kRegistryStarting && slot->pid == 0)
+		{
+			slot->phase = kRegistryStopped;
+			strlcpy(slot->problem,
+					"its registry exited before it started (the server log says why)",
+					sizeof(slot->problem));
+		}
+	}
+	memcpy(slots, state->registries, sizeof(slots));
+	SpinLockRelease(&state->registry_mutex);
+
+	int in_flight = 0;
+
+	for (int i = 0; i < kRegistrySlotCount; i++)
+	{
+		const RegistrySlot &slot = slots[i];
+
+		if (slot.phase == kRegistryStarting)
+			in_flight++;
+		if (slot.phase != kRegistryStopped)
+			continue;
+
+		const KnownDatabase *database = FindDatabase(databases, count, slot.database);
+
+		switch (DecideStopped(slot, database != nullptr, periodic))
+		{
+			case StoppedAction::kNone:
+				break;
+			case StoppedAction::kFreeAbsent:
+				absent_databases = lappend_oid(absent_databases, slot.database);
+				/* FALLTHROUGH */
+			case StoppedAction::kFree:
+				SpinLockAcquire(&state->registry_mutex);
+				memset(&state->registries[i], 0, sizeof(RegistrySlot));
+				state->registries[i].database = InvalidOid;
+				SpinLockRelease(&state->registry_mutex);
+				slots[i].phase = kRegistryFree;
+				slots[i].database = InvalidOid;
+				freed = true;
+				break;
+			case StoppedAction::kRestart:
+				StartRegistry(state, i, database);
+				in_flight++;
+				break;
+		}
+	}
+	if (freed)
+		RecomputeNodeCollision(state);
+
+	/* Forget absent databases that are gone: their OIDs may come back. */
+	List *still_there = NIL;
+	ListCell *cell;
+
+	foreach (cell, absent_databases)
+		if (FindDatabase(databases, count, lfirst_oid(cell)) != nullptr)
+			still_there = lappend_oid(still_there, lfirst_oid(cell));
+	list_free(absent_databases);
+	absent_databases = still_there;
+
+	/* Probe the databases that have no slot and were not found absent. */
+	const KnownDatabase *unplaced = nullptr;
+
+	for (int d = 0; d < count && in_flight < kProbesInFlight; d++)
+	{
+		const KnownDatabase *database = &databases[d];
+		int free_slot = -1;
+		bool placed = false;
+
+		if (list_member_oid(absent_databases, database->oid))
+			continue;
+		for (int i = 0; i < kRegistrySlotCount; i++)
+		{
+			placed = placed ||
+				(slots[i].phase != kRegistryFree && slots[i].database == database->oid);
+			if (free_slot < 0 && slots[i].phase == kRegistryFree)
+				free_slot = i;
+		}
+		if (placed)
+			continue;
+		if (free_slot < 0)
+		{
+			unplaced = database;
+			break;
+		}
+		StartRegistry(state, free_slot, database);
+		slots[free_slot].phase = kRegistryStarting;
+		slots[free_slot].database = database->oid;
+		in_flight++;
+	}
+
+	if (unplaced != nullptr)
+	{
+		char problem[sizeof(state->launcher_problem)];
+
+		snprintf(problem, sizeof(problem),
+				 "database \"%s\" cannot be probed: all %d registry slots are taken",
+				 NameStr(unplaced->name), kRegistrySlotCount);
+		SetLauncherProblem(state, problem,
+						   "Set snowflake.database to the database whose snowflake_nodes "
+						   "the replication carries, and restart the server.");
+	}
+	else if (in_flight < kProbesInFlight)
+		SetLauncherProblem(state, "", "");
+}
+
+/* Marks the launcher gone, so that nobody signals a stale pid. */
+void
+ClearLauncherPid(int code, Datum arg)
+{
+	(void) code;
+	(void) arg;
+
+	SharedState *state = RequireSharedState();
+
+	SpinLockAcquire(&state->registry_mutex);
+	if (state->launcher_pid == MyProcPid)
+		state->launcher_pid = 0;
+	SpinLockRelease(&state->registry_mutex);
+}
+
+/*
+ * Becomes the launcher.  Registries an earlier launcher of this run started
+ * keep running (their exit wakes this one); one it started that never
+ * reached its slot is marked stopped, to be started again.
+ */
+void
+BecomeLauncher(SharedState *state)
+{
+	SpinLockAcquire(&state->registry_mutex);
+	state->launcher_pid = MyProcPid;
+	for (RegistrySlot &slot : state->registries)
+		if (slot.phase == kRegistryStarting && slot.pid == 0)
+			slot.phase = kRegistryStopped;
+	SpinLockRelease(&state->registry_mutex);
+	before_shmem_exit(ClearLauncherPid, 0);
+}
+
+} /* namespace */
+
+void
+snowflake_registry_launcher_main(Datum arg)
+{
+	(void) arg;
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	SharedState *state = RequireSharedState();
+
+	/* Connected to no database: it reads only the shared catalog pg_database. */
+	BackgroundWorkerInitializeConnection(nullptr, nullptr, 0);
+	pgstat_report_appname("snowflake registry launcher");
+	BecomeLauncher(state);
+
+	MemoryContext pass_context = AllocSetContextCreate(TopMemoryContext,
+													   "snowflake registry launcher pass",
+													   ALLOCSET_DEFAULT_SIZES);
+	TimestampTz last_periodic = GetCurrentTimestamp();
+
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		TimestampTz now = GetCurrentTimestamp();
+		bool periodic = TimestampDifferenceExceeds(last_periodic, now,
+												   g_settings.registry_interval_ms);
+
+		if (periodic)
+			last_periodic = now;
+
+		/* The list of absent databases lives in TopMemoryContext, current here. */
+		PG_TRY();
+		{
+			RunPass(state, periodic, pass_context);
+		}
+		PG_CATCH();
+		{
+			/* Log it and try again at the next wake. */
+			MemoryContextSwitchTo(TopMemoryContext);
+			EmitErrorReport();
+			FlushErrorState();
+			AbortCurrentTransaction();
+		}
+		PG_END_TRY();
+		MemoryContextSwitchTo(TopMemoryContext);
+		MemoryContextReset(pass_context);
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 g_settings.registry_interval_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}

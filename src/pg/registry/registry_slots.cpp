@@ -1,0 +1,149 @@
+/*
+ * registry_slots.cpp
+ *	  The shared record of the node registries: set-up, probe requests, the
+ *	  stop that DROP DATABASE asks for, and the summary snowflake_status()
+ *	  shows.  See registry_slots.hpp for who writes what.
+ */
+extern "C"
+{
+#include "postgres.h"
+
+#include <signal.h>
+
+#include "commands/dbcommands.h" /* get_database_name */
+#include "lib/stringinfo.h"
+#include "storage/spin.h"
+}
+
+#include "pg/registry/registry_slots.hpp"
+#include "pg/settings.hpp"
+
+bool
+RegistryIsAutomatic(void)
+{
+	return g_settings.registry_database == nullptr ||
+		g_settings.registry_database[0] == '\0';
+}
+
+void
+InitRegistrySlots(SharedState *state)
+{
+	SpinLockInit(&state->registry_mutex);
+	state->launcher_pid = 0;
+	state->launcher_problem[0] = '\0';
+	state->probe_request_count = 0;
+	state->probe_all = false;
+	for (RegistrySlot &slot : state->registries)
+	{
+		memset(&slot, 0, sizeof(slot));
+		slot.database = InvalidOid;
+		slot.phase = kRegistryFree;
+	}
+	pg_atomic_init_u32(&state->registry_starts, 0);
+}
+
+void
+WakeRegistryLauncher(SharedState *state)
+{
+	int pid;
+
+	SpinLockAcquire(&state->registry_mutex);
+	pid = state->launcher_pid;
+	SpinLockRelease(&state->registry_mutex);
+	/* SIGUSR1 sets a background worker's latch (procsignal_sigusr1_handler). */
+	if (pid != 0)
+		(void) kill(pid, SIGUSR1);
+}
+
+void
+RequestRegistryProbe(Oid database)
+{
+	SharedState *state = RequireSharedState();
+
+	SpinLockAcquire(&state->registry_mutex);
+	bool queued = false;
+
+	for (uint32 i = 0; i < state->probe_request_count; i++)
+		queued = queued || state->probe_requests[i] == database;
+	if (!queued && state->probe_request_count < kProbeRequestCount)
+		state->probe_requests[state->probe_request_count++] = database;
+	else if (!queued)
+		state->probe_all = true;
+	SpinLockRelease(&state->registry_mutex);
+	WakeRegistryLauncher(state);
+}
+
+void
+StopRegistryOfDatabase(Oid database)
+{
+	SharedState *state = RequireSharedState();
+	int pids[kRegistrySlotCount];
+	int count = 0;
+
+	SpinLockAcquire(&state->registry_mutex);
+	for (RegistrySlot &slot : state->registries)
+	{
+		if (slot.phase == kRegistryFree || slot.database != database)
+			continue;
+		slot.dropping = true;
+		if (slot.pid != 0)
+			pids[count++] = slot.pid;
+	}
+	SpinLockRelease(&state->registry_mutex);
+	for (int i = 0; i < count; i++)
+		(void) kill(pids[i], SIGTERM);
+}
+
+void
+RecomputeNodeCollision(SharedState *state)
+{
+	bool any = false;
+
+	SpinLockAcquire(&state->registry_mutex);
+	for (const RegistrySlot &slot : state->registries)
+		any = any || (slot.phase != kRegistryFree && !slot.absent && slot.collision);
+	SpinLockRelease(&state->registry_mutex);
+	pg_atomic_write_u32(&state->node_collision, any ? 1 : 0);
+}
+
+TimestampTz
+RegistryStatus(SharedState *state, char **problems)
+{
+	RegistrySlot slots[kRegistrySlotCount];
+	char launcher_problem[sizeof(state->launcher_problem)];
+	TimestampTz oldest = 0;
+	StringInfoData text;
+
+	SpinLockAcquire(&state->registry_mutex);
+	memcpy(slots, state->registries, sizeof(slots));
+	strlcpy(launcher_problem, state->launcher_problem, sizeof(launcher_problem));
+	SpinLockRelease(&state->registry_mutex);
+
+	initStringInfo(&text);
+	for (const RegistrySlot &slot : slots)
+	{
+		if (slot.phase == kRegistryRunning && slot.last_round != 0 &&
+			(oldest == 0 || slot.last_round < oldest))
+			oldest = slot.last_round;
+		if (slot.problem[0] == '\0')
+			continue;
+		if (text.len > 0)
+			appendStringInfoString(&text, "; ");
+
+		/* A named registry's problems name its database already. */
+		if (RegistryIsAutomatic() && OidIsValid(slot.database))
+		{
+			const char *name = get_database_name(slot.database);
+
+			if (name != nullptr)
+				appendStringInfo(&text, "database \"%s\": ", name);
+			else
+				appendStringInfo(&text, "database with OID %u: ", slot.database);
+		}
+		appendStringInfoString(&text, slot.problem);
+	}
+	if (launcher_problem[0] != '\0')
+		appendStringInfo(&text, "%s%s", text.len > 0 ? "; " : "", launcher_problem);
+	*problems = text.len > 0 ? text.data : nullptr;
+	return oldest;
+}

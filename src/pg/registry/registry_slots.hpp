@@ -1,0 +1,64 @@
+/*
+ * registry_slots.hpp
+ *	  The shared record of the node registries (SharedState::registries):
+ *	  one slot per database whose registry runs or is being started, the
+ *	  launcher's pid and problem, and the requests to probe a database
+ *	  again.
+ *
+ * Modes (snowflake.database):
+ *	- automatic (''): the "snowflake registry launcher" starts one
+ *	  "snowflake registry" worker per database that holds the extension
+ *	  (registry_launcher.cpp);
+ *	- named: the static "snowflake registry" worker runs in that one
+ *	  database, in slot 0, and no launcher runs.
+ *
+ * Who writes what (all under registry_mutex):
+ *	- The launcher takes a free slot for a database (kRegistryStarting),
+ *	  frees a stopped one, and writes launcher_pid and launcher_problem.
+ *	- A registry worker writes its own slot: its pid, kRegistryRunning once
+ *	  it found the extension, kRegistryStopped at its exit, absent,
+ *	  collision, last_round and problem.
+ *	- A backend whose CREATE or ALTER EXTENSION snowflake committed appends
+ *	  a probe request; DROP DATABASE sets dropping and signals the worker.
+ */
+#ifndef SNOWFLAKE_PG_REGISTRY_SLOTS_HPP
+#define SNOWFLAKE_PG_REGISTRY_SLOTS_HPP
+
+#include "pg/shared_state.hpp"
+
+/* snowflake.database is '': a registry in every database with the extension. */
+bool RegistryIsAutomatic(void);
+
+/* Sets up the registry slots of freshly created shared memory. */
+void InitRegistrySlots(SharedState *state);
+
+/* Sets the launcher's latch, if a launcher runs. */
+void WakeRegistryLauncher(SharedState *state);
+
+/*
+ * Asks the launcher to probe "database" again: the extension was created
+ * or updated there and the transaction committed.
+ */
+void RequestRegistryProbe(Oid database);
+
+/*
+ * Asks the registry connected to "database" to exit, so that DROP DATABASE
+ * (which waits up to 5 s for other sessions there) is not refused.
+ */
+void StopRegistryOfDatabase(Oid database);
+
+/*
+ * Sets node_collision to the union of the registries' findings, after a
+ * registry's slot stopped counting (its database lost the extension, or
+ * is gone).
+ */
+void RecomputeNodeCollision(SharedState *state);
+
+/*
+ * What snowflake_status() shows: the oldest last round among the running
+ * registries (0: none completed one), and their problems and the
+ * launcher's, each naming its database (NULL: none).
+ */
+TimestampTz RegistryStatus(SharedState *state, char **problems);
+
+#endif /* SNOWFLAKE_PG_REGISTRY_SLOTS_HPP */

@@ -1,0 +1,216 @@
+# snowflake.database = '' (the default): the "snowflake registry launcher"
+# runs a node registry in every database that holds the extension, and in
+# no other.
+#
+# 1. The extension in "one" and "two" (and "postgres", where the test
+#    reads snowflake_status()): a registry connected to each, each
+#    heartbeating in its own snowflake_nodes; "plain", without it, is
+#    probed (its registry starts and exits) with no problem and no WARNING.
+# 2. CREATE EXTENSION in "late" after the start: a registry runs there
+#    without a restart.
+# 3. DROP EXTENSION in "two": its registry exits, quietly; created again,
+#    the extension gets a registry again.
+# 4. DROP DATABASE "one", with its registry connected: it succeeds, and
+#    no problem is left.
+# 5. A registry that is terminated is reported, and started again.
+# 6. Too few background worker slots: the registry that cannot start is a
+#    problem naming its database, with a WARNING whose HINT gives the fix;
+#    more slots, and it runs.
+# 7. More databases with the extension than the 16 registry slots: a
+#    problem naming the one left out, with a WARNING whose HINT gives the
+#    fix; one extension fewer, and the problem is gone.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use SnowflakeTest;
+
+my $node = PostgreSQL::Test::Cluster->new('every_database');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', q(
+shared_preload_libraries = 'snowflake'
+snowflake.registry_interval = 200
+# "registering/unregistering background worker": each probe in the log.
+log_min_messages = debug1
+));
+$node->start;
+for my $db ('one', 'two', 'plain', 'late')
+{
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+}
+# "postgres" too: the test reads snowflake_status() there.
+$node->safe_psql($_, 'CREATE EXTENSION snowflake') for 'postgres', 'one', 'two';
+
+sub registries
+{
+	return $node->safe_psql(
+		'postgres', q{
+SELECT coalesce(string_agg(datname, ',' ORDER BY datname), '')
+  FROM pg_stat_activity WHERE backend_type = 'snowflake registry'});
+}
+
+sub status
+{
+	my ($columns) = @_;
+	return $node->safe_psql('postgres', "SELECT $columns FROM snowflake_status()");
+}
+
+# This instance's beat count in $db's snowflake_nodes.
+sub beats
+{
+	my ($db) = @_;
+	return $node->safe_psql(
+		$db, q{
+SELECT coalesce(max(n.beats), 0)
+  FROM snowflake_nodes AS n, snowflake_status() AS s WHERE n.instance_id = s.instance_id});
+}
+
+sub oid_of
+{
+	my ($db) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT oid FROM pg_database WHERE datname = '$db'");
+}
+
+# --- 1. two databases with the extension, one without -------------------------
+
+is( $node->safe_psql(
+		'postgres', q{SELECT count(*) FROM pg_stat_activity
+                       WHERE backend_type = 'snowflake registry launcher' AND datname IS NULL}),
+	'1',
+	'one launcher runs, connected to no database');
+SnowflakeTest::wait_until(sub { registries() eq 'one,postgres,two' },
+	'a registry in "one" and "two"');
+is(registries(), 'one,postgres,two', 'a registry runs in each database with the extension');
+for my $db ('one', 'two')
+{
+	ok(SnowflakeTest::wait_until(sub { beats($db) >= 3 }, "heartbeats in $db"),
+		"the registry heartbeats in the snowflake_nodes of \"$db\"");
+}
+my $plain = oid_of('plain');
+ok( $node->wait_for_log(
+		qr/unregistering background worker "snowflake registry in database $plain"/),
+	'"plain" was probed, and its registry exited');
+is(registries(), 'one,postgres,two', 'no registry stays in "plain"');
+ok( $node->poll_query_until(
+		'postgres', 'SELECT registry_last_round IS NOT NULL AND registry_problem IS NULL
+                      FROM snowflake_status()'),
+	'the registries complete rounds, and no problem is reported');
+unlike(slurp_file($node->logfile), qr/WARNING:  snowflake node registry/,
+	'no registry WARNING in the log');
+
+# --- 2. CREATE EXTENSION after the start ----------------------------------------
+
+$node->safe_psql('late', 'CREATE EXTENSION snowflake');
+ok(SnowflakeTest::wait_until(sub { registries() eq 'late,one,postgres,two' }, 'a registry in "late"'),
+	'CREATE EXTENSION starts a registry in "late", without a restart');
+ok(SnowflakeTest::wait_until(sub { beats('late') >= 2 }, 'heartbeats in late'),
+	'it heartbeats there');
+
+# --- 3. DROP EXTENSION ------------------------------------------------------------
+
+my $two = oid_of('two');
+my $offset = -s $node->logfile;
+$node->safe_psql('two', 'DROP EXTENSION snowflake');
+ok(SnowflakeTest::wait_until(sub { registries() eq 'late,one,postgres' }, 'no registry in "two"'),
+	'after DROP EXTENSION the registry of "two" exits');
+ok( $node->wait_for_log(
+		qr/unregistering background worker "snowflake registry in database $two"/, $offset),
+	'and gives its worker up');
+is(status('registry_problem IS NULL'), 't', 'no problem is reported');
+unlike(slurp_file($node->logfile, $offset), qr/WARNING:  snowflake node registry/,
+	'and no WARNING logged');
+$node->safe_psql('two', 'CREATE EXTENSION snowflake');
+ok(SnowflakeTest::wait_until(sub { registries() eq 'late,one,postgres,two' }, 'a registry in "two"'),
+	'created again, the extension gets a registry again');
+
+# --- 4. DROP DATABASE with a registry connected -------------------------------------
+
+my ($ret, $stdout, $stderr) = $node->psql('postgres', 'DROP DATABASE one');
+is($ret, 0, 'DROP DATABASE succeeds while a registry is connected to it');
+is($stderr, '', 'with no error');
+ok(SnowflakeTest::wait_until(sub { registries() eq 'late,postgres,two' }, 'no registry in "one"'),
+	'its registry is gone');
+ok( $node->poll_query_until(
+		'postgres', 'SELECT registry_problem IS NULL FROM snowflake_status()'),
+	'and no problem is left');
+
+# --- 5. a registry that is terminated ---------------------------------------------
+
+my $late_pid = $node->safe_psql(
+	'postgres', q{SELECT pid FROM pg_stat_activity
+                   WHERE backend_type = 'snowflake registry' AND datname = 'late'});
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($late_pid)");
+ok( $node->poll_query_until(
+		'postgres', qq{
+SELECT count(*) = 1 FROM pg_stat_activity AS a, snowflake_status() AS s
+ WHERE a.backend_type = 'snowflake registry' AND a.datname = 'late' AND a.pid <> $late_pid
+   AND s.registry_problem IS NULL AND s.registry_last_round > a.backend_start}),
+	'a terminated registry is started again, and completes rounds');
+
+# --- 6. no background worker slot for a registry -------------------------------------
+# Six slots: the reservation worker, the launcher, PostgreSQL's logical
+# replication launcher, and three for the four
+# registries ("late", "postgres", "two", "three"): one of them cannot
+# start.  "plain" goes, so that no probe competes for the slots.
+
+$node->safe_psql('postgres', 'DROP DATABASE plain');
+$node->safe_psql('postgres', 'CREATE DATABASE three');
+$node->safe_psql('three', 'CREATE EXTENSION snowflake');
+$node->append_conf('postgresql.conf',
+	"max_worker_processes = 6\nmax_parallel_workers = 0\n");
+$offset = -s $node->logfile;
+$node->restart;
+ok( $node->poll_query_until(
+		'postgres', q{SELECT registry_problem ~ '^database "(late|postgres|two|three)": no background worker slot is free for its registry \(max_worker_processes\)$'
+                      FROM snowflake_status()}),
+	'a registry with no background worker slot is a problem naming its database');
+ok( $node->wait_for_log(
+		qr/WARNING:  snowflake node registry cannot run in database "(late|postgres|two|three)": no background worker slot is free[^\n]*\n[^\n]*DETAIL:[^\n]*\n[^\n]*HINT:  \QRaise max_worker_processes (each database with the extension needs one for its registry) and restart the server, or set snowflake.database to the one database to register.\E/,
+		$offset),
+	'the WARNING\'s HINT gives the fix');
+$node->append_conf('postgresql.conf', "max_worker_processes = 8\n");
+$node->restart;
+ok(SnowflakeTest::wait_until(sub { registries() eq 'late,postgres,three,two' }, 'four registries'),
+	'with more slots, every database with the extension has its registry');
+ok( $node->poll_query_until(
+		'postgres', 'SELECT registry_problem IS NULL AND registry_last_round IS NOT NULL
+                      FROM snowflake_status()'),
+	'and no problem is left');
+
+# --- 7. more databases with the extension than registry slots ----------------------
+# 16 slots: with 17 databases, one cannot be probed; the launcher says so,
+# naming it, with a HINT that gives the fix.  One extension fewer, and
+# every database that has it has its registry.
+
+$node->append_conf('postgresql.conf', "max_worker_processes = 24\n");
+$node->restart;
+my @more = map { "more$_" } 1 .. 13;
+for my $db (@more)
+{
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+	$node->safe_psql($db, 'CREATE EXTENSION snowflake');
+}
+ok( $node->poll_query_until(
+		'postgres', q{SELECT registry_problem ~ '^database "\w+" cannot be probed: all 16 registry slots are taken$'
+                      FROM snowflake_status()}),
+	'a 17th database with the extension is a problem naming it');
+ok( $node->wait_for_log(
+		qr/WARNING:  snowflake node registry cannot run: database "\w+" cannot be probed: all 16 registry slots are taken\n[^\n]*DETAIL:[^\n]*\n[^\n]*HINT:  \QSet snowflake.database to the database whose snowflake_nodes the replication carries, and restart the server.\E/
+	),
+	'the WARNING\'s HINT gives the fix');
+is( $node->safe_psql(
+		'postgres', q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'snowflake registry'}),
+	'16',
+	'16 registries run');
+$node->safe_psql('more1', 'DROP EXTENSION snowflake');
+ok( $node->poll_query_until(
+		'postgres', q{SELECT count(*) = 16 AND bool_and(datname <> 'more1')
+                        AND (SELECT registry_problem IS NULL FROM snowflake_status())
+                       FROM pg_stat_activity WHERE backend_type = 'snowflake registry'}),
+	'one extension fewer: every database that has it has its registry, and no problem is left');
+
+$node->stop;
+done_testing();
