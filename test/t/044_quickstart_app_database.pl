@@ -12,7 +12,8 @@
 #
 # 1. On the first node, once the registry has completed a round:
 #    registry_problem IS NULL, and the log has no "snowflake node registry"
-#    WARNING.
+#    WARNING; after a burst of IDs and a clean restart, the registry runs
+#    again and the log has no WARNING at all.
 # 2. snowflake_nodes of "app" replicates between the nodes: with
 #    PostgreSQL's logical replication (origin = none) on 16 and later, with
 #    pglogical on 15 (test/perl/SnowflakePglogical.pm).  Both nodes then
@@ -91,6 +92,19 @@ unlike(
 	slurp_file($node1->logfile),
 	qr/WARNING:  snowflake node registry/,
 	'no "snowflake node registry" WARNING in the log');
+
+# Normal operation warns about nothing, a clean restart after a burst of
+# IDs included (045 makes the burst surely run ahead of the clock).
+$node1->safe_psql($db, 'SELECT count(snowflake_nextval()) FROM generate_series(1, 200000)');
+$node1->restart;
+$node1->safe_psql($db, 'INSERT INTO orders (item) VALUES (\'after restart\')');
+ok( $node1->poll_query_until(
+		$db, 'SELECT registry_last_round IS NOT NULL FROM snowflake_status()'),
+	'the registry runs again in "app" after a restart');
+is($node1->safe_psql($db, 'SELECT registry_problem IS NULL FROM snowflake_status()'),
+	't', 'registry_problem is NULL after the restart');
+my @warnings = slurp_file($node1->logfile) =~ /^.*WARNING: .*$/mg;
+is_deeply(\@warnings, [], 'no WARNING at all in the log, through the quick start and a restart');
 
 # --- 2. a second node with the same id is detected ----------------------------
 
