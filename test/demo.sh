@@ -36,7 +36,10 @@ snowflake.lease_workers = 4
 CONF
 as_tester "$PG_BINDIR/pg_ctl" -D "$demo/data" -l "$demo/server.log" -w start >/dev/null
 
-as_tester psql -X -h "$demo" -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 -e <<'SQL'
+# In a database of its own, as the README's quick start: the node registry
+# follows the extension there.
+as_tester psql -X -h "$demo" -p "$port" -U postgres -d postgres -q -c 'CREATE DATABASE app'
+as_tester psql -X -h "$demo" -p "$port" -U postgres -d app -v ON_ERROR_STOP=1 -e <<'SQL'
 CREATE EXTENSION snowflake;
 CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), item text);
 INSERT INTO orders (item) VALUES ('tea'), ('cake'), ('scone') RETURNING id;
@@ -45,12 +48,12 @@ INSERT INTO orders (item) SELECT 'bulk ' || g FROM generate_series(1, 100000) AS
 SELECT count(*) AS rows, count(DISTINCT id) AS distinct_ids FROM orders;
 SELECT worker_id, pid = pg_backend_pid() AS this_session, datname, usename, ids_issued
   FROM snowflake_workers;
--- A batch of IDs in one call, and the rows of the last minute through the
--- primary key.
+-- A batch of IDs in one call, and the rows of the last minute: the
+-- planner turns the comparison into a range of the primary key.
 SELECT snowflake_nextval(3);
 SELECT count(*) AS rows_last_minute
   FROM orders
- WHERE id >= snowflake_min_id(now() - interval '1 minute');
+ WHERE snowflake_timestamp(id) >= now() - interval '1 minute';
 -- A worker id leased to an application-side generator for 30 s: it issues
 -- IDs whose timestamps lie between not_before and not_after, renews with
 -- the last one, and releases (docs/leases.md).
@@ -75,6 +78,6 @@ SQL
 cat <<EOF
 
 The demo cluster is running.  As root (runuser comes with Debian; sudo may not):
-  connect: runuser -u $SNOWFLAKE_TEST_USER -- psql -h $demo -p $port -U postgres
+  connect: runuser -u $SNOWFLAKE_TEST_USER -- psql -h $demo -p $port -U postgres -d app
   stop:    runuser -u $SNOWFLAKE_TEST_USER -- $PG_BINDIR/pg_ctl -D $demo/data stop
 EOF
