@@ -114,9 +114,11 @@ struct RegistrySlot
 	int pid;                /* its worker's, while it runs; else 0 */
 	bool absent;            /* its worker found no extension */
 	bool dropping;          /* DROP DATABASE asked its worker to exit */
+	TransactionId dropping_xid; /* the transaction of that DROP DATABASE */
 	bool reprobe;           /* the extension changed while it was starting */
 	bool collision;         /* its last round saw a running peer */
 	TimestampTz last_round; /* the last round that completed; 0: none */
+	TimestampTz started_at; /* when its current registry was started */
 	char problem[256];      /* why rounds do not complete; "" if they do */
 };
 
@@ -177,6 +179,8 @@ struct SharedState
 	int launcher_pid;                       /* 0 while no launcher runs */
 	char launcher_problem[256];             /* "" if none */
 	Oid probe_requests[kProbeRequestCount]; /* databases to probe again */
+	/* Probe even a template or a database refusing connections: IDs are made there. */
+	bool probe_whatever_flags[kProbeRequestCount];
 	uint32 probe_request_count;
 	bool probe_all; /* the requests overflowed: probe every database */
 	RegistrySlot registries[kRegistrySlotCount];

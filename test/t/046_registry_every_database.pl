@@ -17,8 +17,8 @@
 #    problem naming its database, with a WARNING whose HINT gives the fix;
 #    more slots, and it runs.
 # 7. More databases with the extension than the 16 registry slots: a
-#    problem naming the one left out, with a WARNING whose HINT gives the
-#    fix; one extension fewer, and the problem is gone.
+#    problem counting and naming those left out, with a WARNING whose HINT
+#    gives the fix; two extensions fewer, and the problem is gone.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -181,36 +181,37 @@ ok( $node->poll_query_until(
 	'and no problem is left');
 
 # --- 7. more databases with the extension than registry slots ----------------------
-# 16 slots: with 17 databases, one cannot be probed; the launcher says so,
-# naming it, with a HINT that gives the fix.  One extension fewer, and
-# every database that has it has its registry.
+# 16 slots: with 18 databases, two cannot be probed; the launcher says so,
+# counting and naming them (the first alone could be one an attacker
+# chose), with a HINT that gives the fix.  Two extensions fewer, and every
+# database that has it has its registry.
 
 $node->append_conf('postgresql.conf', "max_worker_processes = 24\n");
 $node->restart;
-my @more = map { "more$_" } 1 .. 13;
+my @more = map { "more$_" } 1 .. 14;
 for my $db (@more)
 {
 	$node->safe_psql('postgres', "CREATE DATABASE $db");
 	$node->safe_psql($db, 'CREATE EXTENSION snowflake');
 }
 ok( $node->poll_query_until(
-		'postgres', q{SELECT registry_problem ~ '^database "\w+" cannot be probed: all 16 registry slots are taken$'
+		'postgres', q{SELECT registry_problem ~ '^2 databases cannot be probed: all 16 registry slots are taken: "\w+", "\w+"$'
                       FROM snowflake_status()}),
-	'a 17th database with the extension is a problem naming it');
+	'a 17th and 18th database with the extension are a problem counting and naming them');
 ok( $node->wait_for_log(
-		qr/WARNING:  snowflake node registry cannot run: database "\w+" cannot be probed: all 16 registry slots are taken\n[^\n]*DETAIL:[^\n]*\n[^\n]*HINT:  \QSet snowflake.database to the database whose snowflake_nodes the replication carries, and restart the server.\E/
+		qr/WARNING:  snowflake node registry cannot run: 2 databases cannot be probed: all 16 registry slots are taken: "\w+", "\w+"\n[^\n]*DETAIL:[^\n]*\n[^\n]*HINT:  \QSet snowflake.database to the database whose snowflake_nodes the replication carries, and restart the server.\E/
 	),
 	'the WARNING\'s HINT gives the fix');
 is( $node->safe_psql(
 		'postgres', q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'snowflake registry'}),
 	'16',
 	'16 registries run');
-$node->safe_psql('more1', 'DROP EXTENSION snowflake');
+$node->safe_psql($_, 'DROP EXTENSION snowflake') for 'more1', 'more2';
 ok( $node->poll_query_until(
-		'postgres', q{SELECT count(*) = 16 AND bool_and(datname <> 'more1')
+		'postgres', q{SELECT count(*) = 16 AND bool_and(datname NOT IN ('more1', 'more2'))
                         AND (SELECT registry_problem IS NULL FROM snowflake_status())
                        FROM pg_stat_activity WHERE backend_type = 'snowflake registry'}),
-	'one extension fewer: every database that has it has its registry, and no problem is left');
+	'two extensions fewer: every database that has it has its registry, and no problem is left');
 
 $node->stop;
 done_testing();

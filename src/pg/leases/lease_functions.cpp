@@ -42,6 +42,7 @@ extern "C"
 #include "core/lease_rules.hpp"
 #include "pg/clock.hpp"
 #include "pg/leases/lease_table.hpp"
+#include "pg/registry/registry_slots.hpp"
 #include "pg/reservation/reservation.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
@@ -487,6 +488,7 @@ snowflake_lease_worker(PG_FUNCTION_ARGS)
 	SharedState *state = RequireSharedState();
 	LeaseTable *table = RequireLeaseTable();
 
+	RequestRegistryOnceIfMissing();
 	if (PG_ARGISNULL(0) || VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0)) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

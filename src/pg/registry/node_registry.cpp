@@ -81,6 +81,9 @@ int			peer_count = 0;
 int my_slot = 0;
 char my_database[NAMEDATALEN] = "";
 
+/* Rounds this worker completed: until a full window, it may not clear a finding. */
+int rounds_completed = 0;
+
 /* snowflake_nodes as the extension's script created it (1.2 on). */
 enum NodeColumn
 {
@@ -242,10 +245,17 @@ PublishFinding(SharedState *state, const PeerBeat *running_peer)
 	bool		collision = running_peer != nullptr;
 	bool		was = pg_atomic_read_u32(&state->node_collision) != 0;
 	bool any = false;
+	/*
+	 * A worker that has not yet watched a full running window (its first
+	 * round only takes a baseline) cannot tell that a peer stopped: it keeps
+	 * the finding of the registry it replaces in this slot.
+	 */
+	bool warming_up = rounds_completed < kRunningWindowIntervals;
 
 	/* Any registry's finding stops generation: the flag is their union. */
 	SpinLockAcquire(&state->registry_mutex);
-	state->registries[my_slot].collision = collision;
+	if (collision || !warming_up)
+		state->registries[my_slot].collision = collision;
 	for (const RegistrySlot &slot : state->registries)
 		any = any || (slot.phase != kRegistryFree && slot.collision);
 	SpinLockRelease(&state->registry_mutex);
@@ -376,6 +386,7 @@ RunRound(SharedState *state)
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	SetUserIdAndSecContext(saved_user, saved_context);
+	rounds_completed++;
 	return true;
 }
 
@@ -387,14 +398,32 @@ Pin(const char *name, const char *value)
 }
 
 /*
+ * A lock the registry waits for longer than this fails the wait: the
+ * registry interval, at least 1 s.  The owner of a database can queue a
+ * lock (VACUUM FULL behind an open ANALYZE, ALTER DATABASE ... RENAME left
+ * open) that would otherwise hold a round, or the connection, forever,
+ * silently.
+ */
+void
+PinLockTimeout(void)
+{
+	char value[32];
+
+	snprintf(value, sizeof(value), "%d", Max(g_settings.registry_interval_ms, 1000));
+	Pin("lock_timeout", value);
+}
+
+/*
  * The worker runs in a database that others may own, who can set what its
  * sessions start with (ALTER DATABASE ... SET).  It parses no SQL, but a
  * trigger or constraint on the table may call functions, so the path is
  * fixed.  And none of the owner's settings for its clients may turn the
- * detection of node-id collisions off: transactions are read-write, no
- * timeout cancels a round that waits for a lock, and an error ends the
- * round, reported, not the worker (exit_on_error would make it FATAL,
- * which no round reports).
+ * detection of node-id collisions off: transactions are read-write, a
+ * round that waits for a lock fails after the server's lock_timeout
+ * (PinLockTimeout), reported, and an error ends the round, reported, not
+ * the worker (exit_on_error would make it FATAL, which no round reports).
+ * The session user may be changed by a database's session_authorization
+ * setting; rounds do not use it (they run as the table's owner).
  */
 void
 PinSettings(void)
@@ -402,7 +431,7 @@ PinSettings(void)
 	Pin("search_path", "pg_catalog, pg_temp");
 	Pin("default_transaction_read_only", "off");
 	Pin("statement_timeout", "0");
-	Pin("lock_timeout", "0");
+	PinLockTimeout();
 	Pin("idle_in_transaction_session_timeout", "0");
 	Pin("exit_on_error", "off");
 #if PG_VERSION_NUM >= 170000
@@ -526,6 +555,7 @@ ClaimNamedSlot(SharedState *state)
 	SpinLockAcquire(&state->registry_mutex);
 	slot->database = MyDatabaseId;
 	slot->pid = MyProcPid;
+	slot->started_at = GetCurrentTimestamp();
 	if (slot->phase == kRegistryFree)
 		slot->phase = kRegistryStarting;
 	SpinLockRelease(&state->registry_mutex);
@@ -553,11 +583,21 @@ ConnectRegistry(SharedState *state, Oid database)
 		if (!ClaimLaunchedSlot(state, database))
 			proc_exit(0);
 		before_shmem_exit(ReleaseRegistrySlot, 0);
-		BackgroundWorkerInitializeConnectionByOid(database, InvalidOid, 0);
+		/*
+		 * A connection waits for a lock on the database (InitPostgres), which
+		 * an open ALTER DATABASE ... RENAME holds: the wait fails after the
+		 * lock_timeout, the worker exits and its slot says so.  A database
+		 * that has a registry keeps it even if it is made a template or
+		 * refuses connections; the launcher decides where to connect.
+		 */
+		PinLockTimeout();
+		BackgroundWorkerInitializeConnectionByOid(database, InvalidOid,
+												  BGWORKER_BYPASS_ALLOWCONN);
 		return;
 	}
 
 	my_slot = 0;
+	PinLockTimeout();
 	/* An earlier worker of this run exited before it completed a round. */
 	if (pg_atomic_fetch_add_u32(&state->registry_starts, 1) > 0 &&
 		state->registries[0].last_round == 0)

@@ -29,6 +29,8 @@ extern "C"
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/pg_database.h"
+#include "lib/stringinfo.h"
+#include "storage/procarray.h" /* TransactionIdIsInProgress */
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "pgstat.h"
@@ -53,21 +55,40 @@ namespace {
 
 constexpr int kProbesInFlight = 2;
 
+/*
+ * A registry that has not started (found the extension, or reported why
+ * it cannot) within this many intervals, and at least kStaleStartMinMs, no
+ * longer counts as a probe in flight, and is reported.
+ */
+constexpr int kStaleStartIntervals = 5;
+constexpr int kStaleStartMinMs = 5000;
+
 struct KnownDatabase
 {
 	Oid oid;
 	NameData name;
+	bool probe_by_scan; /* not a template, and allows connections */
 };
 
 /* The databases probed and found without the extension. */
 List *absent_databases = NIL;
 
+/*
+ * Databases a session asked to probe at its first ID or lease: probed even
+ * if a template or refusing connections (a probe that CREATE EXTENSION
+ * asks for is not: a registry in a template blocks CREATE DATABASE).
+ */
+List *requested_databases = NIL;
+
 /* The handles of the registries this launcher started, by slot. */
 BackgroundWorkerHandle *handles[kRegistrySlotCount];
 
 /*
- * The databases a registry may run in, read by a heap scan of pg_database
- * (no name is resolved), into "context".
+ * The databases, read by a heap scan of pg_database (no name is resolved),
+ * into "context": all but those half dropped.  Templates and databases
+ * that refuse connections are listed too (a registry that runs there
+ * keeps running), marked not to be probed by a scan: a session in a
+ * template would block CREATE DATABASE.
  */
 KnownDatabase *
 ListDatabases(MemoryContext context, int *count)
@@ -89,9 +110,8 @@ ListDatabases(MemoryContext context, int *count)
 	{
 		Form_pg_database database = reinterpret_cast<Form_pg_database>(GETSTRUCT(tuple));
 
-		/* A template, or a database half dropped (DATCONNLIMIT_INVALID_DB). */
-		if (!database->datallowconn || database->datistemplate ||
-			database->datconnlimit == -2)
+		/* A database half dropped (DATCONNLIMIT_INVALID_DB). */
+		if (database->datconnlimit == -2)
 			continue;
 		if (*count == capacity)
 		{
@@ -101,6 +121,8 @@ ListDatabases(MemoryContext context, int *count)
 		}
 		databases[*count].oid = database->oid;
 		databases[*count].name = database->datname;
+		databases[*count].probe_by_scan = database->datallowconn &&
+			!database->datistemplate;
 		(*count)++;
 	}
 	table_endscan(scan);
@@ -158,8 +180,11 @@ StartRegistry(SharedState *state, int index, const KnownDatabase *database)
 	slot->pid = 0;
 	slot->absent = false;
 	slot->dropping = false;
+	slot->dropping_xid = InvalidTransactionId;
 	slot->reprobe = false;
+	slot->started_at = GetCurrentTimestamp();
 	SpinLockRelease(&state->registry_mutex);
+	requested_databases = list_delete_oid(requested_databases, database->oid);
 
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
@@ -211,12 +236,14 @@ void
 TakeProbeRequests(SharedState *state)
 {
 	Oid requests[kProbeRequestCount];
+	bool whatever_flags[kProbeRequestCount];
 	uint32 count;
 	bool all;
 
 	SpinLockAcquire(&state->registry_mutex);
 	count = state->probe_request_count;
 	memcpy(requests, state->probe_requests, sizeof(requests));
+	memcpy(whatever_flags, state->probe_whatever_flags, sizeof(whatever_flags));
 	all = state->probe_all;
 	state->probe_request_count = 0;
 	state->probe_all = false;
@@ -232,7 +259,11 @@ TakeProbeRequests(SharedState *state)
 		absent_databases = NIL;
 	}
 	for (uint32 i = 0; i < count; i++)
+	{
 		absent_databases = list_delete_oid(absent_databases, requests[i]);
+		if (whatever_flags[i])
+			requested_databases = list_append_unique_oid(requested_databases, requests[i]);
+	}
 }
 
 /* What to do with a slot whose registry stopped. */
@@ -244,11 +275,20 @@ enum class StoppedAction
 	kRestart,
 };
 
+/*
+ * "exists": the database is in pg_database (a template, or one refusing
+ * connections, too).  A DROP DATABASE that stopped the registry may fail
+ * after it did (dropdb() calls the hook before its checks): once that
+ * transaction has ended, a database still there gets its registry back in
+ * the same slot, with its finding.
+ */
 StoppedAction
-DecideStopped(const RegistrySlot &slot, bool exists, bool periodic)
+DecideStopped(const RegistrySlot &slot, bool exists, bool drop_in_progress, bool periodic)
 {
-	if (!exists || slot.dropping)
-		return StoppedAction::kFree; /* a database still there is probed afresh */
+	if (!exists)
+		return StoppedAction::kFree;
+	if (slot.dropping)
+		return drop_in_progress ? StoppedAction::kNone : StoppedAction::kRestart;
 	if (slot.absent)
 		return slot.reprobe ? StoppedAction::kRestart : StoppedAction::kFreeAbsent;
 	return periodic ? StoppedAction::kRestart : StoppedAction::kNone;
@@ -264,10 +304,29 @@ RunPass(SharedState *state, bool periodic, MemoryContext pass_context)
 {
 	int count;
 	bool gone[kRegistrySlotCount];
+	TransactionId drop_xid[kRegistrySlotCount];
+	bool drop_in_progress[kRegistrySlotCount];
 
 	TakeProbeRequests(state);
 
+	/*
+	 * Before the list: a DROP DATABASE that has ended by now shows in it.
+	 * (RecentXmin, from an earlier snapshot, is no later than it should be.)
+	 */
+	for (int i = 0; i < kRegistrySlotCount; i++)
+	{
+		SpinLockAcquire(&state->registry_mutex);
+		drop_xid[i] = state->registries[i].dropping ? state->registries[i].dropping_xid :
+													  InvalidTransactionId;
+		SpinLockRelease(&state->registry_mutex);
+		drop_in_progress[i] = TransactionIdIsValid(drop_xid[i]) &&
+			TransactionIdIsInProgress(drop_xid[i]);
+	}
+
 	KnownDatabase *databases = ListDatabases(pass_context, &count);
+	TimestampTz now = GetCurrentTimestamp();
+	int stale_ms = Max(kStaleStartIntervals * g_settings.registry_interval_ms,
+					   kStaleStartMinMs);
 
 	/* A started registry that never got to its slot (GetBackgroundWorkerPid locks). */
 	for (int i = 0; i < kRegistrySlotCount; i++)
@@ -293,6 +352,12 @@ RunPass(SharedState *state, bool periodic, MemoryContext pass_context)
 					"its registry exited before it started (the server log says why)",
 					sizeof(slot->problem));
 		}
+		else if (slot->phase == kRegistryStarting && slot->problem[0] == '\0' &&
+				 TimestampDifferenceExceeds(slot->started_at, now, stale_ms))
+			snprintf(slot->problem, sizeof(slot->problem),
+					 "its registry has not started within %d ms (it may be waiting for a "
+					 "lock: see pg_locks)",
+					 stale_ms);
 	}
 	memcpy(slots, state->registries, sizeof(slots));
 	SpinLockRelease(&state->registry_mutex);
@@ -303,14 +368,18 @@ RunPass(SharedState *state, bool periodic, MemoryContext pass_context)
 	{
 		const RegistrySlot &slot = slots[i];
 
-		if (slot.phase == kRegistryStarting)
+		/* One that reported a problem, or is stuck, no longer holds up others. */
+		if (slot.phase == kRegistryStarting && slot.problem[0] == '\0')
 			in_flight++;
 		if (slot.phase != kRegistryStopped)
 			continue;
 
 		const KnownDatabase *database = FindDatabase(databases, count, slot.database);
 
-		switch (DecideStopped(slot, database != nullptr, periodic))
+		/* A DROP that began after the check above: settled at the next pass. */
+		bool drop_pending = drop_in_progress[i] || slot.dropping_xid != drop_xid[i];
+
+		switch (DecideStopped(slot, database != nullptr, drop_pending, periodic))
 		{
 			case StoppedAction::kNone:
 				break;
@@ -345,16 +414,34 @@ RunPass(SharedState *state, bool periodic, MemoryContext pass_context)
 	list_free(absent_databases);
 	absent_databases = still_there;
 
-	/* Probe the databases that have no slot and were not found absent. */
-	const KnownDatabase *unplaced = nullptr;
+	/* Forget requests for databases that are gone. */
+	List *requested = NIL;
 
-	for (int d = 0; d < count && in_flight < kProbesInFlight; d++)
+	foreach (cell, requested_databases)
+		if (FindDatabase(databases, count, lfirst_oid(cell)) != nullptr)
+			requested = lappend_oid(requested, lfirst_oid(cell));
+	list_free(requested_databases);
+	requested_databases = requested;
+
+	/*
+	 * Probe the databases that have no slot and were not found absent: by
+	 * the scan, those that allow connections and are not templates; any
+	 * database a session asked for.  Count those no slot is left for.
+	 */
+	int unplaced = 0;
+	StringInfoData unplaced_names;
+
+	initStringInfo(&unplaced_names);
+	for (int d = 0; d < count; d++)
 	{
 		const KnownDatabase *database = &databases[d];
 		int free_slot = -1;
 		bool placed = false;
 
 		if (list_member_oid(absent_databases, database->oid))
+			continue;
+		if (!database->probe_by_scan &&
+			!list_member_oid(requested_databases, database->oid))
 			continue;
 		for (int i = 0; i < kRegistrySlotCount; i++)
 		{
@@ -367,27 +454,46 @@ RunPass(SharedState *state, bool periodic, MemoryContext pass_context)
 			continue;
 		if (free_slot < 0)
 		{
-			unplaced = database;
-			break;
+			/* The attacker may pick the first: name as many as fit, and count all. */
+			appendStringInfo(&unplaced_names, "%s\"%s\"", unplaced > 0 ? ", " : "",
+							 NameStr(database->name));
+			unplaced++;
+			continue;
 		}
-		StartRegistry(state, free_slot, database);
+		/* Waiting for a probe to finish, this database keeps its slot in this count. */
 		slots[free_slot].phase = kRegistryStarting;
 		slots[free_slot].database = database->oid;
+		if (in_flight >= kProbesInFlight)
+			continue;
+		StartRegistry(state, free_slot, database);
 		in_flight++;
 	}
 
-	if (unplaced != nullptr)
+	if (unplaced > 0)
 	{
 		char problem[sizeof(state->launcher_problem)];
+		int prefix = snprintf(problem, sizeof(problem),
+							  "%d database%s cannot be probed: all %d registry slots are "
+							  "taken: ",
+							  unplaced, unplaced == 1 ? "" : "s", kRegistrySlotCount);
+		int room = static_cast<int>(sizeof(problem)) - prefix - 1;
 
-		snprintf(problem, sizeof(problem),
-				 "database \"%s\" cannot be probed: all %d registry slots are taken",
-				 NameStr(unplaced->name), kRegistrySlotCount);
+		if (unplaced_names.len > room)
+		{
+			/* Cut after the last whole name that fits, and say so. */
+			int cut = room - 5;
+
+			while (cut > 0 && unplaced_names.data[cut] != ',')
+				cut--;
+			unplaced_names.data[cut] = '\0';
+			strlcat(unplaced_names.data, ", ...", unplaced_names.maxlen);
+		}
+		strlcat(problem, unplaced_names.data, sizeof(problem));
 		SetLauncherProblem(state, problem,
 						   "Set snowflake.database to the database whose snowflake_nodes "
 						   "the replication carries, and restart the server.");
 	}
-	else if (in_flight < kProbesInFlight)
+	else
 		SetLauncherProblem(state, "", "");
 }
 

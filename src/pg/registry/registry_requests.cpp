@@ -12,17 +12,22 @@
  * dropdb() calls the drop hook before it counts the other sessions in the
  * database (CountOtherDBBackends, which waits up to 5 s for them to exit),
  * in PostgreSQL 15 to 18: the registry gets SIGTERM and is gone in time.
+ * The hook also runs before dropdb()'s other checks, so a DROP that may
+ * still fail stops the registry too: the launcher then starts it again in
+ * the same slot, with its finding, once that transaction has ended.
  */
 extern "C"
 {
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/htup_details.h" /* GETSTRUCT */
 #include "catalog/objectaccess.h"
 #include "catalog/pg_database.h"  /* DatabaseRelationId */
 #include "catalog/pg_extension.h" /* ExtensionRelationId */
 #include "commands/extension.h"   /* get_extension_name */
 #include "miscadmin.h"            /* MyDatabaseId */
+#include "utils/syscache.h"
 }
 
 #include <cstring>
@@ -55,6 +60,29 @@ NoteExtension(Oid extension)
 		noted_overflow = true;
 }
 
+/*
+ * dropdb() calls the drop hook before it refuses to drop the session's own
+ * database or a template: such a DROP fails, and its registry must not
+ * stop (a registry's restart would forget what it has watched).  Read by
+ * OID from the syscache: no name is resolved.
+ */
+bool
+DropDatabaseMaySucceed(Oid database)
+{
+	if (database == MyDatabaseId)
+		return false;
+
+	HeapTuple tuple = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(database));
+
+	if (!HeapTupleIsValid(tuple))
+		return true;
+
+	bool is_template = reinterpret_cast<Form_pg_database>(GETSTRUCT(tuple))->datistemplate;
+
+	ReleaseSysCache(tuple);
+	return !is_template;
+}
+
 void
 OnObjectAccess(ObjectAccessType access, Oid class_id, Oid object_id, int sub_id, void *arg)
 {
@@ -63,7 +91,8 @@ OnObjectAccess(ObjectAccessType access, Oid class_id, Oid object_id, int sub_id,
 	if ((access == OAT_POST_CREATE || access == OAT_POST_ALTER) &&
 		class_id == ExtensionRelationId)
 		NoteExtension(object_id);
-	else if (access == OAT_DROP && class_id == DatabaseRelationId)
+	else if (access == OAT_DROP && class_id == DatabaseRelationId &&
+			 DropDatabaseMaySucceed(object_id))
 		StopRegistryOfDatabase(object_id);
 }
 
@@ -93,7 +122,7 @@ OnTransactionEvent(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_COMMIT:
 			if (probe_at_commit)
-				RequestRegistryProbe(MyDatabaseId);
+				RequestRegistryProbe(MyDatabaseId, false);
 			probe_at_commit = false;
 			break;
 		case XACT_EVENT_ABORT:

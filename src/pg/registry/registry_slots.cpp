@@ -10,7 +10,9 @@ extern "C"
 
 #include <signal.h>
 
+#include "access/xact.h"          /* GetTopTransactionId */
 #include "commands/dbcommands.h" /* get_database_name */
+#include "miscadmin.h"           /* MyDatabaseId */
 #include "lib/stringinfo.h"
 #include "storage/spin.h"
 }
@@ -56,7 +58,7 @@ WakeRegistryLauncher(SharedState *state)
 }
 
 void
-RequestRegistryProbe(Oid database)
+RequestRegistryProbe(Oid database, bool whatever_flags)
 {
 	SharedState *state = RequireSharedState();
 
@@ -64,9 +66,16 @@ RequestRegistryProbe(Oid database)
 	bool queued = false;
 
 	for (uint32 i = 0; i < state->probe_request_count; i++)
-		queued = queued || state->probe_requests[i] == database;
+		if (state->probe_requests[i] == database)
+		{
+			queued = true;
+			state->probe_whatever_flags[i] |= whatever_flags;
+		}
 	if (!queued && state->probe_request_count < kProbeRequestCount)
+	{
+		state->probe_whatever_flags[state->probe_request_count] = whatever_flags;
 		state->probe_requests[state->probe_request_count++] = database;
+	}
 	else if (!queued)
 		state->probe_all = true;
 	SpinLockRelease(&state->registry_mutex);
@@ -86,6 +95,7 @@ StopRegistryOfDatabase(Oid database)
 		if (slot.phase == kRegistryFree || slot.database != database)
 			continue;
 		slot.dropping = true;
+		slot.dropping_xid = GetTopTransactionId();
 		if (slot.pid != 0)
 			pids[count++] = slot.pid;
 	}
@@ -122,9 +132,12 @@ RegistryStatus(SharedState *state, char **problems)
 	initStringInfo(&text);
 	for (const RegistrySlot &slot : slots)
 	{
-		if (slot.phase == kRegistryRunning && slot.last_round != 0 &&
-			(oldest == 0 || slot.last_round < oldest))
-			oldest = slot.last_round;
+		/* One that has not completed a round yet ages from its start. */
+		TimestampTz round = slot.last_round != 0 ? slot.last_round : slot.started_at;
+
+		if ((slot.phase == kRegistryRunning || slot.phase == kRegistryStarting) &&
+			round != 0 && (oldest == 0 || round < oldest))
+			oldest = round;
 		if (slot.problem[0] == '\0')
 			continue;
 		if (text.len > 0)
@@ -146,4 +159,26 @@ RegistryStatus(SharedState *state, char **problems)
 		appendStringInfo(&text, "%s%s", text.len > 0 ? "; " : "", launcher_problem);
 	*problems = text.len > 0 ? text.data : nullptr;
 	return oldest;
+}
+
+void
+RequestRegistryOnceIfMissing(void)
+{
+	static bool requested = false;
+
+	if (requested || !RegistryIsAutomatic())
+		return;
+	requested = true;
+
+	SharedState *state = RequireSharedState();
+	bool present = false;
+
+	SpinLockAcquire(&state->registry_mutex);
+	for (const RegistrySlot &slot : state->registries)
+		present = present ||
+			(slot.database == MyDatabaseId &&
+			 (slot.phase == kRegistryStarting || slot.phase == kRegistryRunning));
+	SpinLockRelease(&state->registry_mutex);
+	if (!present)
+		RequestRegistryProbe(MyDatabaseId, true);
 }

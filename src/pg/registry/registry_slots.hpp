@@ -39,7 +39,15 @@ void WakeRegistryLauncher(SharedState *state);
  * Asks the launcher to probe "database" again: the extension was created
  * or updated there and the transaction committed.
  */
-void RequestRegistryProbe(Oid database);
+void RequestRegistryProbe(Oid database, bool whatever_flags);
+
+/*
+ * At a session's first ID or lease (automatic mode): asks the launcher to
+ * probe this database if no registry runs or starts there, as after a
+ * restart when the database is a template or refuses connections, which
+ * the launcher's scan skips.  Once per session: nothing on the hot path.
+ */
+void RequestRegistryOnceIfMissing(void);
 
 /*
  * Asks the registry connected to "database" to exit, so that DROP DATABASE
@@ -55,8 +63,9 @@ void StopRegistryOfDatabase(Oid database);
 void RecomputeNodeCollision(SharedState *state);
 
 /*
- * What snowflake_status() shows: the oldest last round among the running
- * registries (0: none completed one), and their problems and the
+ * What snowflake_status() shows: the oldest last round among the starting
+ * and running registries, one that has completed none counting from its
+ * start (0: none), and their problems and the
  * launcher's, each naming its database (NULL: none).
  */
 TimestampTz RegistryStatus(SharedState *state, char **problems);

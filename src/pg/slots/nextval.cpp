@@ -33,6 +33,7 @@ extern "C"
 #include "pg/layout/layout_registry.hpp"
 #include "pg/old_versions.hpp"
 #include "pg/registry/node_registry.hpp"
+#include "pg/registry/registry_slots.hpp"
 #include "pg/reservation/reservation.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
@@ -277,6 +278,7 @@ PrepareGenerator(Oid fn_oid)
 	state = RequireSharedState();
 	RefuseOutsidePrimaryLeader();
 	WarnOnceIfExtensionOutdated();
+	RequestRegistryOnceIfMissing();
 	if (pg_atomic_read_u32(&state->node_collision) != 0 &&
 		g_settings.on_node_collision == kCollisionError)
 		ReportGenerationBlocked(state);

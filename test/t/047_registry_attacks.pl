@@ -1,0 +1,278 @@
+# The node registry in automatic mode (snowflake.database = '') against the
+# owner of a database ("mallory": LOGIN CREATEDB, owner of "app", where a
+# superuser installed the extension), under on_node_collision = error with
+# a peer heartbeating with this node_id in app's snowflake_nodes.
+#
+# 1. A DROP DATABASE app that fails (from app itself; from elsewhere while
+#    sessions are connected to app; app being a template) does not lift the
+#    collision: the registry stays or comes back in its slot with its
+#    finding, and no round clears it before a full running window.
+# 2. VACUUM FULL snowflake_nodes queued behind an open ANALYZE: the
+#    registry's round fails after its lock_timeout, reported, and
+#    registry_last_round ages.
+# 3. app made a template, or closed to connections: its registry comes back
+#    after it exits; after a restart, the first ID there starts it.
+# 4. An open ALTER DATABASE ... RENAME of new databases holds no probe up
+#    forever: a new database with the extension gets its registry, and the
+#    blocked ones are reported by name.
+# 5. CREATE EXTENSION through PREPARE TRANSACTION / COMMIT PREPARED: the
+#    first ID there starts the registry.
+use strict;
+use warnings;
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use SnowflakeTest;
+
+my $node = PostgreSQL::Test::Cluster->new('registry_attacks');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', q(
+shared_preload_libraries = 'snowflake'
+snowflake.registry_interval = 200
+snowflake.on_node_collision = error
+max_worker_processes = 24
+max_prepared_transactions = 2
+# "registering/unregistering background worker": each probe in the log.
+log_min_messages = debug1
+));
+$node->start;
+$node->safe_psql('postgres', 'CREATE ROLE mallory LOGIN CREATEDB');
+$node->safe_psql('postgres', 'CREATE DATABASE app OWNER mallory');
+$node->safe_psql($_, 'CREATE EXTENSION snowflake') for 'postgres', 'app';
+
+my %harnesses;
+my $superuser = $node->safe_psql('postgres', 'SELECT current_user');
+
+# psql in the background, as $user in $db, running each of @sql in one
+# session whose application_name is $name.
+sub background
+{
+	my ($name, $db, $user, @sql) = @_;
+	my @cmd = (
+		$node->installed_command('psql'), '-XAtq', '-d',
+		$node->connstr($db) . " application_name=$name",
+		'-U', $user, map { ('-c', $_) } @sql);
+	my $dir = $node->basedir;
+	$harnesses{$name} = IPC::Run::start(\@cmd, '>', "$dir/$name.out", '2>', "$dir/$name.err");
+	return;
+}
+
+# Waits until the session $name runs its last command (a sleep).
+sub wait_sleeping
+{
+	my ($name) = @_;
+	return $node->poll_query_until('postgres',
+		qq{SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = '$name' AND query ~ '^SELECT pg_sleep'});
+}
+
+# Ends the session $name (a backend in pg_sleep would not see its client go).
+sub finish
+{
+	my ($name) = @_;
+	$node->safe_psql('postgres',
+		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '$name'");
+	$harnesses{$name}->finish;
+	return;
+}
+
+sub registry_pid
+{
+	my ($db) = @_;
+	return $node->safe_psql(
+		'postgres', qq{
+SELECT coalesce(max(pid), 0) FROM pg_stat_activity
+ WHERE backend_type = 'snowflake registry' AND datname = '$db'});
+}
+
+sub status
+{
+	my ($columns) = @_;
+	return $node->safe_psql('postgres', "SELECT $columns FROM snowflake_status()");
+}
+
+sub nextval
+{
+	my ($db) = @_;
+	my ($ret, $stdout, $stderr) =
+	  $node->psql($db // 'app', 'SELECT snowflake_nextval() > 0', extra_params => [ '-U', 'mallory' ]);
+	return $ret == 0 ? $stdout : $stderr;
+}
+
+# Waits until app's registry has completed rounds for 2 s after now.
+sub wait_rounds_past_now
+{
+	my $now = $node->safe_psql('postgres', 'SELECT now()');
+	return $node->poll_query_until(
+		'postgres', qq{
+SELECT registry_last_round > '$now'::timestamptz + interval '2 s' FROM snowflake_status()});
+}
+
+my $blocked = qr/ERROR:  snowflake node_id 0 is also used by another running instance/;
+my $warned = qr/WARNING:  snowflake node_id 0 is also used by another running instance/;
+
+my $peer = '00000000-0000-4000-8000-000000000001';
+$node->safe_psql(
+	'app', qq{
+INSERT INTO snowflake_nodes (node_id, instance_id, system_identifier, timeline, host,
+                             port, data_directory, started_at, last_seen, beats)
+VALUES (0, '$peer', '1', 1, 'elsewhere', 5432, '/elsewhere', now(), now(), 1)});
+background(
+	'peer', 'app', $superuser, qq{
+DO \$\$
+BEGIN
+    FOR i IN 1 .. 100000 LOOP
+        UPDATE snowflake_nodes SET beats = beats + 1 WHERE instance_id = '$peer';
+        COMMIT;
+        PERFORM pg_sleep(0.05);
+    END LOOP;
+END
+\$\$});
+ok($node->poll_query_until('postgres', 'SELECT node_collision FROM snowflake_status()'),
+	'the registry of app finds the running peer');
+like(nextval(), $blocked, 'on_node_collision = error refuses IDs in app');
+
+# --- 1. failing DROP DATABASE ----------------------------------------------------
+
+my $pid = registry_pid('app');
+my $offset = -s $node->logfile;
+my ($ret, $stdout, $stderr) =
+  $node->psql('app', 'DROP DATABASE app', extra_params => [ '-U', 'mallory' ]);
+like($stderr, qr/ERROR:  cannot drop the currently open database/,
+	'DROP DATABASE of the current database fails');
+ok(wait_rounds_past_now(), 'the registry keeps completing rounds');
+is(registry_pid('app'), $pid, 'the registry of app was not stopped');
+unlike(slurp_file($node->logfile, $offset), $warned, 'and did not find the peer afresh');
+is(status('node_collision'), 't', 'the collision stands');
+
+# From another database, while a session is connected to app: the drop hook
+# stops the registry before dropdb() counts the sessions and fails.
+background('holder', 'app', 'mallory', 'SELECT pg_sleep(3600)');
+wait_sleeping('holder');
+$offset = -s $node->logfile;
+($ret, $stdout, $stderr) =
+  $node->psql('postgres', 'DROP DATABASE app', extra_params => [ '-U', 'mallory' ]);
+like($stderr, qr/ERROR:  database "app" is being accessed by other users/,
+	'DROP DATABASE app from elsewhere fails while a session is connected to it');
+is(status('node_collision'), 't', 'the collision stands once the DROP failed');
+ok( $node->poll_query_until(
+		'postgres', qq{
+SELECT count(*) = 1 FROM pg_stat_activity
+ WHERE backend_type = 'snowflake registry' AND datname = 'app' AND pid <> $pid}),
+	'the registry of app is started again');
+ok(wait_rounds_past_now(), 'and completes rounds');
+is(status('node_collision'), 't', 'the collision still stands');
+unlike(slurp_file($node->logfile, $offset), $warned,
+	'no round cleared it: the peer was never found afresh');
+like(nextval(), $blocked, 'IDs are still refused');
+finish('holder');
+
+# --- 2. a round queued behind VACUUM FULL ----------------------------------------
+
+background('analyze', 'app', 'mallory', 'BEGIN', 'ANALYZE snowflake_nodes',
+	'SELECT pg_sleep(3600)');
+wait_sleeping('analyze');
+background('vacuum', 'app', 'mallory', 'VACUUM FULL snowflake_nodes');
+ok( $node->poll_query_until(
+		'postgres', q{
+SELECT registry_problem = 'database "app": canceling statement due to lock timeout'
+   AND registry_last_round < now() - interval '1 s'
+  FROM snowflake_status()}),
+	'a round behind a queued lock fails after the lock timeout, reported, and the last round ages');
+is(status('node_collision'), 't', 'the last finding stands');
+finish('analyze');
+$harnesses{vacuum}->finish;
+ok( $node->poll_query_until(
+		'postgres', q{
+SELECT registry_problem IS NULL AND registry_last_round > now() - interval '1 s'
+  FROM snowflake_status()}),
+	'the lock released, rounds complete again');
+
+# --- 3. a template, a database that refuses connections ------------------------
+
+$node->safe_psql('app', 'ALTER DATABASE app IS_TEMPLATE true', extra_params => [ '-U', 'mallory' ]);
+$pid = registry_pid('app');
+($ret, $stdout, $stderr) =
+  $node->psql('postgres', 'DROP DATABASE app', extra_params => [ '-U', 'mallory' ]);
+like($stderr, qr/ERROR:  cannot drop a template database/, 'a template cannot be dropped');
+ok(wait_rounds_past_now(), 'its registry completes rounds');
+is(registry_pid('app'), $pid, 'and was not stopped');
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
+ok( $node->poll_query_until(
+		'postgres', qq{
+SELECT count(*) = 1 FROM pg_stat_activity
+ WHERE backend_type = 'snowflake registry' AND datname = 'app' AND pid <> $pid}),
+	'a template keeps its registry: it is started again when it exits');
+is(status('node_collision'), 't', 'with its finding');
+
+$node->safe_psql('postgres', 'ALTER DATABASE app ALLOW_CONNECTIONS false');
+$pid = registry_pid('app');
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
+ok( $node->poll_query_until(
+		'postgres', qq{
+SELECT count(*) = 1 FROM pg_stat_activity
+ WHERE backend_type = 'snowflake registry' AND datname = 'app' AND pid <> $pid}),
+	'so does a database that refuses connections');
+$node->safe_psql('postgres', 'ALTER DATABASE app ALLOW_CONNECTIONS true');
+
+# After a restart the launcher's scan skips a template: the first ID starts it.
+finish('peer');
+$node->restart;
+ok( $node->poll_query_until(
+		'postgres', q{
+SELECT count(*) = 1 FROM pg_stat_activity
+ WHERE backend_type = 'snowflake registry' AND datname = 'postgres'}),
+	'after a restart the registry of postgres runs');
+is(registry_pid('app'), '0', 'the scan starts none in the template app');
+is(nextval(), 't', 'an ID in app');
+ok( $node->poll_query_until(
+		'postgres', q{
+SELECT count(*) = 1 FROM pg_stat_activity
+ WHERE backend_type = 'snowflake registry' AND datname = 'app'}),
+	'the first ID in a session starts the registry of app');
+$node->safe_psql('postgres', 'ALTER DATABASE app IS_TEMPLATE false');
+
+# --- 4. probes blocked by an open ALTER DATABASE ... RENAME ---------------------
+
+for my $i (1, 2)
+{
+	background("rename$i", 'postgres', 'mallory', "CREATE DATABASE w$i", 'BEGIN',
+		"ALTER DATABASE w$i RENAME TO w${i}x", 'SELECT pg_sleep(3600)');
+}
+wait_sleeping("rename$_") for 1, 2;
+$node->safe_psql('postgres', 'CREATE DATABASE newapp');
+$node->safe_psql('newapp', 'CREATE EXTENSION snowflake');
+ok( $node->poll_query_until(
+		'postgres', q{
+SELECT count(*) = 1 FROM pg_stat_activity
+ WHERE backend_type = 'snowflake registry' AND datname = 'newapp'}),
+	'a new database with the extension gets its registry');
+ok( $node->poll_query_until(
+		'postgres', q{SELECT registry_problem ~ 'database "w1": ' AND registry_problem ~ 'database "w2": '
+                       FROM snowflake_status()}),
+	'the databases whose connection waits for a lock are reported by name');
+finish("rename$_") for 1, 2;
+ok( $node->poll_query_until(
+		'postgres', 'SELECT registry_problem IS NULL FROM snowflake_status()'),
+	'the renames rolled back, the problem is gone');
+
+# --- 5. CREATE EXTENSION committed with two-phase commit -------------------------
+
+$node->safe_psql('postgres', 'CREATE DATABASE twopc');
+my $twopc = $node->safe_psql('postgres', q{SELECT oid FROM pg_database WHERE datname = 'twopc'});
+ok( $node->wait_for_log(
+		qr/unregistering background worker "snowflake registry in database $twopc"/),
+	'twopc was probed and found without the extension');
+$node->safe_psql('twopc',
+	"BEGIN; CREATE EXTENSION snowflake; PREPARE TRANSACTION 'x'");
+$node->safe_psql('twopc', "COMMIT PREPARED 'x'");
+is(nextval('twopc'), 't', 'an ID in twopc');
+ok( $node->poll_query_until(
+		'postgres', q{
+SELECT count(*) = 1 FROM pg_stat_activity
+ WHERE backend_type = 'snowflake registry' AND datname = 'twopc'}),
+	'the first ID starts the registry of a database whose CREATE EXTENSION was prepared');
+
+$node->stop;
+done_testing();
