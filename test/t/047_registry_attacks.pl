@@ -17,6 +17,10 @@
 #    blocked ones are reported by name.
 # 5. CREATE EXTENSION through PREPARE TRANSACTION / COMMIT PREPARED: the
 #    first ID there starts the registry.
+# 6. Named mode (snowflake.database = 'app'): the static registry, ended
+#    (as a DROP DATABASE from elsewhere that then fails ends it) and
+#    restarted by the postmaster, keeps the finding through its first
+#    rounds.
 use strict;
 use warnings;
 use IPC::Run;
@@ -273,6 +277,43 @@ ok( $node->poll_query_until(
 SELECT count(*) = 1 FROM pg_stat_activity
  WHERE backend_type = 'snowflake registry' AND datname = 'twopc'}),
 	'the first ID starts the registry of a database whose CREATE EXTENSION was prepared');
+
+# --- 6. named mode: a restarted registry keeps the finding -----------------------
+
+$node->append_conf('postgresql.conf', "snowflake.database = 'app'\n");
+$node->restart;
+$node->safe_psql('app', "DELETE FROM snowflake_nodes WHERE instance_id = '$peer'");
+$node->safe_psql(
+	'app', qq{
+INSERT INTO snowflake_nodes (node_id, instance_id, system_identifier, timeline, host,
+                             port, data_directory, started_at, last_seen, beats)
+VALUES (0, '$peer', '1', 1, 'elsewhere', 5432, '/elsewhere', now(), now(), 1)});
+background(
+	'peer2', 'app', $superuser, qq{
+DO \$\$
+BEGIN
+    FOR i IN 1 .. 100000 LOOP
+        UPDATE snowflake_nodes SET beats = beats + 1 WHERE instance_id = '$peer';
+        COMMIT;
+        PERFORM pg_sleep(0.05);
+    END LOOP;
+END
+\$\$});
+ok($node->poll_query_until('postgres', 'SELECT node_collision FROM snowflake_status()'),
+	'named mode: the registry finds the running peer');
+$pid = registry_pid('app');
+$offset = -s $node->logfile;
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
+ok( $node->poll_query_until(
+		'postgres', qq{
+SELECT count(*) = 1 FROM pg_stat_activity
+ WHERE backend_type = 'snowflake registry' AND datname = 'app' AND pid <> $pid}),
+	'the static registry is restarted');
+ok(wait_rounds_past_now(), 'and completes rounds');
+is(status('node_collision'), 't', 'the collision still stands');
+unlike(slurp_file($node->logfile, $offset), $warned,
+	'no first round cleared it: the peer was never found afresh');
+finish('peer2');
 
 $node->stop;
 done_testing();
