@@ -4,10 +4,11 @@
  *	  = ''): one node registry in every database that holds the extension.
  *
  * It connects to no database, as autovacuum's launcher does, and resolves
- * no name: it lists the databases by a heap scan of pg_database (those that
- * allow connections and are not templates: a session in a template would
- * block CREATE DATABASE) and starts, for each database it has not probed
- * yet, a dynamic "snowflake registry" worker connected by OID
+ * no name: it lists the databases by a heap scan of pg_database and starts,
+ * for each database it has not probed yet (by the scan, those that allow
+ * connections and are not templates: a session in a template would block
+ * CREATE DATABASE; any that a session's first ID asked for), a dynamic
+ * "snowflake registry" worker connected by OID
  * (node_registry.cpp).  That worker either finds the extension and stays,
  * running rounds, or marks its slot absent and exits.  The launcher lists
  * the databases again at every wake: every snowflake.registry_interval,
@@ -16,7 +17,8 @@
  * (registry_requests.cpp).
  *
  * A registry that exited without saying why is started again at the next
- * interval; a database that is gone frees its slot.  At most
+ * interval, whatever its database's flags became; only a database that is
+ * gone frees its slot.  At most
  * kProbesInFlight probes run at once, so that a server with many
  * databases does not take every background worker slot at its start.
  */

@@ -18,8 +18,11 @@
  *	- A registry worker writes its own slot: its pid, kRegistryRunning once
  *	  it found the extension, kRegistryStopped at its exit, absent,
  *	  collision, last_round and problem.
- *	- A backend whose CREATE or ALTER EXTENSION snowflake committed appends
- *	  a probe request; DROP DATABASE sets dropping and signals the worker.
+ *	- A backend whose CREATE or ALTER EXTENSION snowflake committed, or
+ *	  whose first ID or lease finds no registry for its database, appends
+ *	  a probe request; DROP DATABASE (not of the session's own database or
+ *	  a template) sets dropping and its transaction id and signals the
+ *	  worker.
  */
 #ifndef SNOWFLAKE_PG_REGISTRY_SLOTS_HPP
 #define SNOWFLAKE_PG_REGISTRY_SLOTS_HPP
