@@ -655,6 +655,7 @@ snowflake_registry_main(Datum arg)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			PinLockTimeout(); /* snowflake.registry_interval may have changed */
 		}
 
 		MemoryContext previous = MemoryContextSwitchTo(round_context);

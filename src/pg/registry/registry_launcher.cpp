@@ -497,6 +497,7 @@ RunPass(SharedState *state, bool periodic, MemoryContext pass_context)
 	}
 	else
 		SetLauncherProblem(state, "", "");
+	pfree(unplaced_names.data); /* TopMemoryContext is current */
 }
 
 /* Marks the launcher gone, so that nobody signals a stale pid. */
