@@ -3,15 +3,20 @@
 # superuser installed the extension), under on_node_collision = error with
 # a peer heartbeating with this node_id in app's snowflake_nodes.
 #
-# 1. A DROP DATABASE app that fails (from app itself; from elsewhere while
-#    sessions are connected to app; app being a template) does not lift the
-#    collision: the registry stays or comes back in its slot with its
-#    finding, and no round clears it before a full running window.
+# 1. A DROP DATABASE app that fails does not lift the collision: the
+#    owner's (from app itself; from elsewhere, repeated with a statement
+#    timeout; app being a template) never stops the registry; a
+#    superuser's that fails (a session connected to app) restarts it in
+#    its slot with its finding, and no round clears it before a full
+#    running window.
 # 2. VACUUM FULL snowflake_nodes queued behind an open ANALYZE: the
 #    registry's round fails after its lock_timeout, reported, and
 #    registry_last_round ages.
 # 3. app made a template, or closed to connections: its registry comes back
-#    after it exits; after a restart, the first ID there starts it.
+#    after it exits; after a restart no registry runs in the template and
+#    no ID is issued there.  The extension in template1: a plain role gets
+#    no ID or lease there, no registry connects to it, and CREATE DATABASE
+#    from it works.
 # 4. An open ALTER DATABASE ... RENAME of new databases holds no probe up
 #    forever: a new database with the extension gets its registry, and the
 #    blocked ones are reported by name.
@@ -38,6 +43,7 @@ snowflake.registry_interval = 200
 snowflake.on_node_collision = error
 max_worker_processes = 24
 max_prepared_transactions = 2
+snowflake.lease_workers = 4
 # "registering/unregistering background worker": each probe in the log.
 log_min_messages = debug1
 ));
@@ -150,15 +156,30 @@ is(registry_pid('app'), $pid, 'the registry of app was not stopped');
 unlike(slurp_file($node->logfile, $offset), $warned, 'and did not find the peer afresh');
 is(status('node_collision'), 't', 'the collision stands');
 
-# From another database, while a session is connected to app: the drop hook
-# stops the registry before dropdb() counts the sessions and fails.
+# From another database: the owner's DROP never stops the registry, so
+# DROPs that fail (a statement timeout, another session) cannot keep it
+# restarting, and never watching.
+$offset = -s $node->logfile;
+for my $attempt (1 .. 5)
+{
+	($ret, $stdout, $stderr) = $node->psql('postgres', 'DROP DATABASE app',
+		extra_params => [ '-U', 'mallory', '-c', 'SET statement_timeout = 30' ]);
+}
+like($stderr, qr/NOTICE:  the snowflake node registry stays connected to database "app"\n.*DETAIL:  Only a superuser's DROP DATABASE stops it\.\n.*HINT:  Ask a superuser to drop the database, or to run DROP EXTENSION snowflake in it first\.\n.*ERROR:  database "app" is being accessed by other users/s,
+	"the owner's DROP DATABASE fails, and says why");
+is(registry_pid('app'), $pid, "the owner's DROPs did not stop the registry");
+ok(wait_rounds_past_now(), 'which keeps completing rounds');
+is(status('node_collision'), 't', 'the collision stands');
+
+# A superuser's DROP stops it (a DROP that succeeds must not wait for it);
+# if that DROP fails, while a session is connected to app, the registry is
+# started again in its slot, with its finding.
 background('holder', 'app', 'mallory', 'SELECT pg_sleep(3600)');
 wait_sleeping('holder');
 $offset = -s $node->logfile;
-($ret, $stdout, $stderr) =
-  $node->psql('postgres', 'DROP DATABASE app', extra_params => [ '-U', 'mallory' ]);
+($ret, $stdout, $stderr) = $node->psql('postgres', 'DROP DATABASE app');
 like($stderr, qr/ERROR:  database "app" is being accessed by other users/,
-	'DROP DATABASE app from elsewhere fails while a session is connected to it');
+	"a superuser's DROP DATABASE app fails while a session is connected to it");
 is(status('node_collision'), 't', 'the collision stands once the DROP failed');
 ok( $node->poll_query_until(
 		'postgres', qq{
@@ -229,13 +250,43 @@ SELECT count(*) = 1 FROM pg_stat_activity
  WHERE backend_type = 'snowflake registry' AND datname = 'postgres'}),
 	'after a restart the registry of postgres runs');
 is(registry_pid('app'), '0', 'the scan starts none in the template app');
-is(nextval(), 't', 'an ID in app');
+like(
+	nextval(),
+	qr/ERROR:  snowflake does not issue IDs or leases in template database "app"\n.*DETAIL:  No node registry runs in a template, so node-id collisions would go undetected there\./s,
+	'no ID in a template, where no registry runs');
+$node->safe_psql('postgres', 'ALTER DATABASE app IS_TEMPLATE false');
+is(nextval(), 't', 'an ID in app once it is no template');
 ok( $node->poll_query_until(
 		'postgres', q{
 SELECT count(*) = 1 FROM pg_stat_activity
  WHERE backend_type = 'snowflake registry' AND datname = 'app'}),
-	'the first ID in a session starts the registry of app');
-$node->safe_psql('postgres', 'ALTER DATABASE app IS_TEMPLATE false');
+	'and app has its registry');
+
+# The extension in template1, so that new databases get it: a plain role's
+# ID there is refused, no registry connects to template1, and CREATE
+# DATABASE from it keeps working.
+$node->safe_psql('template1', 'CREATE EXTENSION snowflake');
+$node->safe_psql('postgres', 'CREATE ROLE bob LOGIN');
+my ($t1_ret, $t1_out, $t1_err) =
+  $node->psql('template1', 'SELECT snowflake_nextval()', extra_params => [ '-U', 'bob' ]);
+like($t1_err, qr/ERROR:  snowflake does not issue IDs or leases in template database "template1"/,
+	'a plain role gets no ID in template1');
+($t1_ret, $t1_out, $t1_err) = $node->psql('template1',
+	q{SELECT snowflake_lease_worker('svc:1', interval '1 minute')});
+like($t1_err, qr/ERROR:  snowflake does not issue IDs or leases in template database "template1"/,
+	'nor a lease, even to a superuser');
+$node->safe_psql('postgres', 'CREATE DATABASE fresh');
+ok( $node->poll_query_until(
+		'postgres', q{
+SELECT count(*) = 1 FROM pg_stat_activity
+ WHERE backend_type = 'snowflake registry' AND datname = 'fresh'}),
+	'a database created from template1 gets a registry');
+is(registry_pid('template1'), '0', 'template1 has none');
+$node->safe_psql('postgres', 'CREATE DATABASE fresh2');
+pass('CREATE DATABASE from template1 still works');
+$node->safe_psql('postgres', 'DROP DATABASE fresh');
+$node->safe_psql('postgres', 'DROP DATABASE fresh2');
+$node->safe_psql('template1', 'DROP EXTENSION snowflake');
 
 # --- 4. probes blocked by an open ALTER DATABASE ... RENAME ---------------------
 

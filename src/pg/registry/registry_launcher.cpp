@@ -69,7 +69,8 @@ struct KnownDatabase
 {
 	Oid oid;
 	NameData name;
-	bool probe_by_scan; /* not a template, and allows connections */
+	bool probe_by_scan;	   /* not a template, and allows connections */
+	bool probe_on_request; /* not a template: a session there asked */
 };
 
 /* The databases probed and found without the extension. */
@@ -77,8 +78,8 @@ List *absent_databases = NIL;
 
 /*
  * Databases a session asked to probe at its first ID or lease: probed even
- * if a template or refusing connections (a probe that CREATE EXTENSION
- * asks for is not: a registry in a template blocks CREATE DATABASE).
+ * if they refuse connections (the session got in before), never if a
+ * template (a registry there would block CREATE DATABASE from it).
  */
 List *requested_databases = NIL;
 
@@ -125,6 +126,12 @@ ListDatabases(MemoryContext context, int *count)
 		databases[*count].name = database->datname;
 		databases[*count].probe_by_scan = database->datallowconn &&
 			!database->datistemplate;
+		/*
+		 * Never a new registry in a template, whoever asks: it would keep a
+		 * session there and block CREATE DATABASE from it.  IDs and leases
+		 * are refused in a template (RefuseInTemplateDatabase).
+		 */
+		databases[*count].probe_on_request = !database->datistemplate;
 		(*count)++;
 	}
 	table_endscan(scan);
@@ -443,7 +450,8 @@ RunPass(SharedState *state, bool periodic, MemoryContext pass_context)
 		if (list_member_oid(absent_databases, database->oid))
 			continue;
 		if (!database->probe_by_scan &&
-			!list_member_oid(requested_databases, database->oid))
+			!(database->probe_on_request &&
+			  list_member_oid(requested_databases, database->oid)))
 			continue;
 		for (int i = 0; i < kRegistrySlotCount; i++)
 		{

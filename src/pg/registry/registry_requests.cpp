@@ -27,6 +27,7 @@ extern "C"
 #include "catalog/pg_extension.h" /* ExtensionRelationId */
 #include "commands/extension.h"   /* get_extension_name */
 #include "miscadmin.h"            /* MyDatabaseId */
+#include "commands/dbcommands.h"  /* get_database_name */
 #include "utils/syscache.h"
 }
 
@@ -83,6 +84,25 @@ DropDatabaseMaySucceed(Oid database)
 	return !is_template;
 }
 
+/*
+ * A DROP DATABASE by its owner leaves the registry there: stopping it for
+ * a DROP that then fails (another session, a statement timeout) restarts
+ * it, and repeated, that would keep collisions there from ever being
+ * watched.  The DROP then fails as for any other session; say why.
+ */
+void
+NoteRegistryKeepsDatabase(Oid database)
+{
+	if (!RegistryRunsIn(database))
+		return;
+	ereport(NOTICE,
+			(errmsg("the snowflake node registry stays connected to database \"%s\"",
+					get_database_name(database)),
+			 errdetail("Only a superuser's DROP DATABASE stops it."),
+			 errhint("Ask a superuser to drop the database, or to run DROP EXTENSION "
+					 "snowflake in it first.")));
+}
+
 void
 OnObjectAccess(ObjectAccessType access, Oid class_id, Oid object_id, int sub_id, void *arg)
 {
@@ -91,9 +111,13 @@ OnObjectAccess(ObjectAccessType access, Oid class_id, Oid object_id, int sub_id,
 	if ((access == OAT_POST_CREATE || access == OAT_POST_ALTER) &&
 		class_id == ExtensionRelationId)
 		NoteExtension(object_id);
-	else if (access == OAT_DROP && class_id == DatabaseRelationId &&
-			 DropDatabaseMaySucceed(object_id))
-		StopRegistryOfDatabase(object_id);
+	else if (access == OAT_DROP && class_id == DatabaseRelationId)
+	{
+		if (!superuser())
+			NoteRegistryKeepsDatabase(object_id);
+		else if (DropDatabaseMaySucceed(object_id))
+			StopRegistryOfDatabase(object_id);
+	}
 }
 
 void

@@ -10,11 +10,14 @@ extern "C"
 
 #include <signal.h>
 
+#include "access/htup_details.h"  /* GETSTRUCT */
 #include "access/xact.h"          /* GetTopTransactionId */
+#include "catalog/pg_database.h"
 #include "commands/dbcommands.h" /* get_database_name */
 #include "miscadmin.h"           /* MyDatabaseId */
 #include "lib/stringinfo.h"
 #include "storage/spin.h"
+#include "utils/syscache.h"
 }
 
 #include "pg/registry/registry_slots.hpp"
@@ -104,6 +107,20 @@ StopRegistryOfDatabase(Oid database)
 		(void) kill(pids[i], SIGTERM);
 }
 
+bool
+RegistryRunsIn(Oid database)
+{
+	SharedState *state = RequireSharedState();
+	bool runs = false;
+
+	SpinLockAcquire(&state->registry_mutex);
+	for (const RegistrySlot &slot : state->registries)
+		runs = runs || (slot.database == database && slot.pid != 0 &&
+						(slot.phase == kRegistryStarting || slot.phase == kRegistryRunning));
+	SpinLockRelease(&state->registry_mutex);
+	return runs;
+}
+
 void
 RecomputeNodeCollision(SharedState *state)
 {
@@ -161,6 +178,33 @@ RegistryStatus(SharedState *state, char **problems)
 	return oldest;
 }
 
+/*
+ * No registry runs in a template (it would keep a session there and block
+ * CREATE DATABASE from it), so no IDs are issued there either: their node
+ * id would go unwatched.  Read by OID from the syscache.
+ */
+void
+RefuseInTemplateDatabase(void)
+{
+	HeapTuple tuple = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(MyDatabaseId));
+	bool is_template = false;
+
+	if (HeapTupleIsValid(tuple))
+	{
+		is_template = reinterpret_cast<Form_pg_database>(GETSTRUCT(tuple))->datistemplate;
+		ReleaseSysCache(tuple);
+	}
+	if (is_template)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("snowflake does not issue IDs or leases in template database \"%s\"",
+						get_database_name(MyDatabaseId)),
+				 errdetail("No node registry runs in a template, so node-id collisions "
+						   "would go undetected there."),
+				 errhint("Use a database created from it, or ALTER DATABASE ... "
+						 "IS_TEMPLATE false.")));
+}
+
 void
 RequestRegistryOnceIfMissing(void)
 {
@@ -168,6 +212,7 @@ RequestRegistryOnceIfMissing(void)
 
 	if (requested || !RegistryIsAutomatic())
 		return;
+	RefuseInTemplateDatabase();
 	requested = true;
 
 	SharedState *state = RequireSharedState();

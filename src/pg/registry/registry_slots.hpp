@@ -45,18 +45,28 @@ void WakeRegistryLauncher(SharedState *state);
 void RequestRegistryProbe(Oid database, bool whatever_flags);
 
 /*
- * At a session's first ID or lease (automatic mode): asks the launcher to
- * probe this database if no registry runs or starts there, as after a
- * restart when the database is a template or refuses connections, which
- * the launcher's scan skips.  Once per session: nothing on the hot path.
+ * At a session's first ID or lease (automatic mode): refuses a template
+ * (RefuseInTemplateDatabase), and asks the launcher to probe this database
+ * if no registry runs or starts there, as after a restart when the
+ * database refuses connections, which the launcher's scan skips.  Once
+ * per session: nothing on the hot path.
  */
 void RequestRegistryOnceIfMissing(void);
 
+/* ERROR (55000) in a template database: no registry runs there. */
+void RefuseInTemplateDatabase(void);
+
 /*
  * Asks the registry connected to "database" to exit, so that DROP DATABASE
- * (which waits up to 5 s for other sessions there) is not refused.
+ * (which waits up to 5 s for other sessions there) is not refused.  Only
+ * for a superuser's DROP (registry_requests.cpp): a DROP that then fails
+ * restarts the registry, and the owner of a database must not be able to
+ * keep it restarting.
  */
 void StopRegistryOfDatabase(Oid database);
+
+/* Whether a registry runs, or starts, in "database". */
+bool RegistryRunsIn(Oid database);
 
 /*
  * Sets node_collision to the union of the registries' findings, after a
