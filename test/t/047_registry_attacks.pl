@@ -282,6 +282,14 @@ SELECT count(*) = 1 FROM pg_stat_activity
  WHERE backend_type = 'snowflake registry' AND datname = 'fresh'}),
 	'a database created from template1 gets a registry');
 is(registry_pid('template1'), '0', 'template1 has none');
+my ($copy_ret, $copy_out, $copy_err) =
+  $node->psql('postgres', 'CREATE DATABASE copy TEMPLATE fresh');
+like($copy_err, qr/ERROR:  source database "fresh" is being accessed by other users/,
+	'a database with a registry cannot be a CREATE DATABASE template (operations.md says so)');
+($copy_ret, $copy_out, $copy_err) =
+  $node->psql('postgres', 'ALTER DATABASE fresh RENAME TO fresh_renamed');
+like($copy_err, qr/ERROR:  database "fresh" is being accessed by other users/,
+	'nor be renamed');
 $node->safe_psql('postgres', 'CREATE DATABASE fresh2');
 pass('CREATE DATABASE from template1 still works');
 $node->safe_psql('postgres', 'DROP DATABASE fresh');
