@@ -5,7 +5,8 @@
 #
 # 1. A DROP DATABASE app that fails does not lift the collision: the
 #    owner's (from app itself; from elsewhere, repeated with a statement
-#    timeout; app being a template) never stops the registry; a
+#    timeout, WITH (FORCE) as a member of pg_signal_backend; app being a
+#    template) never stops the registry; a
 #    superuser's that fails (a session connected to app) restarts it in
 #    its slot with its finding, and no round clears it before a full
 #    running window.
@@ -149,8 +150,8 @@ my $pid = registry_pid('app');
 my $offset = -s $node->logfile;
 my ($ret, $stdout, $stderr) =
   $node->psql('app', 'DROP DATABASE app', extra_params => [ '-U', 'mallory' ]);
-like($stderr, qr/ERROR:  cannot drop the currently open database/,
-	'DROP DATABASE of the current database fails');
+like($stderr, qr/ERROR:  database "app" is watched by a snowflake node registry/,
+	"the owner's DROP DATABASE of the current database fails");
 ok(wait_rounds_past_now(), 'the registry keeps completing rounds');
 is(registry_pid('app'), $pid, 'the registry of app was not stopped');
 unlike(slurp_file($node->logfile, $offset), $warned, 'and did not find the peer afresh');
@@ -159,15 +160,24 @@ is(status('node_collision'), 't', 'the collision stands');
 # From another database: the owner's DROP never stops the registry, so
 # DROPs that fail (a statement timeout, another session) cannot keep it
 # restarting, and never watching.
+# WITH (FORCE) too, which terminates every session there for a member of
+# pg_signal_backend.
+$node->safe_psql('postgres', 'GRANT pg_signal_backend TO mallory');
 $offset = -s $node->logfile;
-for my $attempt (1 .. 5)
+for my $drop ('DROP DATABASE app', 'DROP DATABASE app WITH (FORCE)')
 {
-	($ret, $stdout, $stderr) = $node->psql('postgres', 'DROP DATABASE app',
-		extra_params => [ '-U', 'mallory', '-c', 'SET statement_timeout = 30' ]);
+	for my $attempt (1 .. 3)
+	{
+		($ret, $stdout, $stderr) = $node->psql('postgres', $drop,
+			extra_params => [ '-U', 'mallory', '-c', 'SET statement_timeout = 30' ]);
+	}
+	like(
+		$stderr,
+		qr/ERROR:  database "app" is watched by a snowflake node registry\n.*DETAIL:  Only a superuser's DROP DATABASE stops the registry, which detects node-id collisions there\.\n.*HINT:  Ask a superuser to drop the database, or to run DROP EXTENSION snowflake in it first\./s,
+		"the owner's $drop is refused, and says why");
 }
-like($stderr, qr/NOTICE:  the snowflake node registry stays connected to database "app"\n.*DETAIL:  Only a superuser's DROP DATABASE stops it\.\n.*HINT:  Ask a superuser to drop the database, or to run DROP EXTENSION snowflake in it first\.\n.*ERROR:  database "app" is being accessed by other users/s,
-	"the owner's DROP DATABASE fails, and says why");
 is(registry_pid('app'), $pid, "the owner's DROPs did not stop the registry");
+$node->safe_psql('postgres', 'REVOKE pg_signal_backend FROM mallory');
 ok(wait_rounds_past_now(), 'which keeps completing rounds');
 is(status('node_collision'), 't', 'the collision stands');
 
@@ -220,7 +230,8 @@ $node->safe_psql('app', 'ALTER DATABASE app IS_TEMPLATE true', extra_params => [
 $pid = registry_pid('app');
 ($ret, $stdout, $stderr) =
   $node->psql('postgres', 'DROP DATABASE app', extra_params => [ '-U', 'mallory' ]);
-like($stderr, qr/ERROR:  cannot drop a template database/, 'a template cannot be dropped');
+like($stderr, qr/ERROR:  database "app" is watched by a snowflake node registry/,
+	"the owner's DROP of the template app fails too");
 ok(wait_rounds_past_now(), 'its registry completes rounds');
 is(registry_pid('app'), $pid, 'and was not stopped');
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");

@@ -85,20 +85,24 @@ DropDatabaseMaySucceed(Oid database)
 }
 
 /*
- * A DROP DATABASE by its owner leaves the registry there: stopping it for
- * a DROP that then fails (another session, a statement timeout) restarts
- * it, and repeated, that would keep collisions there from ever being
- * watched.  The DROP then fails as for any other session; say why.
+ * A DROP DATABASE by another role than a superuser, of a database with a
+ * registry, is refused here, before dropdb() goes on: stopping the
+ * registry for a DROP that then fails (another session, a statement
+ * timeout) restarts it, and repeated, that would keep collisions there
+ * from ever being watched; and WITH (FORCE) would terminate it, as it
+ * terminates any session, for a member of pg_signal_backend.
  */
 void
-NoteRegistryKeepsDatabase(Oid database)
+RefuseDropOfRegisteredDatabase(Oid database)
 {
 	if (!RegistryRunsIn(database))
 		return;
-	ereport(NOTICE,
-			(errmsg("the snowflake node registry stays connected to database \"%s\"",
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_IN_USE),
+			 errmsg("database \"%s\" is watched by a snowflake node registry",
 					get_database_name(database)),
-			 errdetail("Only a superuser's DROP DATABASE stops it."),
+			 errdetail("Only a superuser's DROP DATABASE stops the registry, which "
+					   "detects node-id collisions there."),
 			 errhint("Ask a superuser to drop the database, or to run DROP EXTENSION "
 					 "snowflake in it first.")));
 }
@@ -114,7 +118,7 @@ OnObjectAccess(ObjectAccessType access, Oid class_id, Oid object_id, int sub_id,
 	else if (access == OAT_DROP && class_id == DatabaseRelationId)
 	{
 		if (!superuser())
-			NoteRegistryKeepsDatabase(object_id);
+			RefuseDropOfRegisteredDatabase(object_id);
 		else if (DropDatabaseMaySucceed(object_id))
 			StopRegistryOfDatabase(object_id);
 	}
