@@ -115,8 +115,9 @@ RegistryRunsIn(Oid database)
 
 	SpinLockAcquire(&state->registry_mutex);
 	for (const RegistrySlot &slot : state->registries)
-		runs = runs || (slot.database == database && slot.pid != 0 &&
-						(slot.phase == kRegistryStarting || slot.phase == kRegistryRunning));
+		runs = runs ||
+			(slot.database == database && slot.pid != 0 &&
+			 (slot.phase == kRegistryStarting || slot.phase == kRegistryRunning));
 	SpinLockRelease(&state->registry_mutex);
 	return runs;
 }
@@ -195,14 +196,15 @@ RefuseInTemplateDatabase(void)
 		ReleaseSysCache(tuple);
 	}
 	if (is_template)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("snowflake does not issue IDs or leases in template database \"%s\"",
-						get_database_name(MyDatabaseId)),
-				 errdetail("No node registry runs in a template, so node-id collisions "
-						   "would go undetected there."),
-				 errhint("Use a database created from it, or ALTER DATABASE ... "
-						 "IS_TEMPLATE false.")));
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("snowflake does not issue IDs or leases in template database \"%s\"",
+					get_database_name(MyDatabaseId)),
+			 errdetail("No node registry runs in a template, so node-id collisions "
+					   "would go undetected there."),
+			 errhint("Use a database created from it, or ALTER DATABASE ... "
+					 "IS_TEMPLATE false.")));
 }
 
 void
