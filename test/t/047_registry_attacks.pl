@@ -124,13 +124,20 @@ my $blocked = qr/ERROR:  snowflake node_id 0 is also used by another running ins
 my $warned = qr/WARNING:  snowflake node_id 0 is also used by another running instance/;
 
 my $peer = '00000000-0000-4000-8000-000000000001';
-$node->safe_psql(
-	'app', qq{
+
+# Puts a running peer with this node_id into app's snowflake_nodes: its row,
+# and a session ($name) that adds a beat every 50 ms, as replication would.
+sub start_peer
+{
+	my ($name) = @_;
+	$node->safe_psql(
+		'app', qq{
+DELETE FROM snowflake_nodes WHERE instance_id = '$peer';
 INSERT INTO snowflake_nodes (node_id, instance_id, system_identifier, timeline, host,
                              port, data_directory, started_at, last_seen, beats)
 VALUES (0, '$peer', '1', 1, 'elsewhere', 5432, '/elsewhere', now(), now(), 1)});
-background(
-	'peer', 'app', $superuser, qq{
+	background(
+		$name, 'app', $superuser, qq{
 DO \$\$
 BEGIN
     FOR i IN 1 .. 100000 LOOP
@@ -140,6 +147,10 @@ BEGIN
     END LOOP;
 END
 \$\$});
+	return;
+}
+
+start_peer('peer');
 ok($node->poll_query_until('postgres', 'SELECT node_collision FROM snowflake_status()'),
 	'the registry of app finds the running peer');
 like(nextval(), $blocked, 'on_node_collision = error refuses IDs in app');
@@ -169,7 +180,7 @@ for my $drop ('DROP DATABASE app', 'DROP DATABASE app WITH (FORCE)')
 	for my $attempt (1 .. 3)
 	{
 		($ret, $stdout, $stderr) = $node->psql('postgres', $drop,
-			extra_params => [ '-U', 'mallory', '-c', 'SET statement_timeout = 30' ]);
+			extra_params => [ '-U', 'mallory', '-c', "SET statement_timeout = '5s'" ]);
 	}
 	like(
 		$stderr,
@@ -352,23 +363,7 @@ SELECT count(*) = 1 FROM pg_stat_activity
 
 $node->append_conf('postgresql.conf', "snowflake.database = 'app'\n");
 $node->restart;
-$node->safe_psql('app', "DELETE FROM snowflake_nodes WHERE instance_id = '$peer'");
-$node->safe_psql(
-	'app', qq{
-INSERT INTO snowflake_nodes (node_id, instance_id, system_identifier, timeline, host,
-                             port, data_directory, started_at, last_seen, beats)
-VALUES (0, '$peer', '1', 1, 'elsewhere', 5432, '/elsewhere', now(), now(), 1)});
-background(
-	'peer2', 'app', $superuser, qq{
-DO \$\$
-BEGIN
-    FOR i IN 1 .. 100000 LOOP
-        UPDATE snowflake_nodes SET beats = beats + 1 WHERE instance_id = '$peer';
-        COMMIT;
-        PERFORM pg_sleep(0.05);
-    END LOOP;
-END
-\$\$});
+start_peer('peer2');
 ok($node->poll_query_until('postgres', 'SELECT node_collision FROM snowflake_status()'),
 	'named mode: the registry finds the running peer');
 $pid = registry_pid('app');
