@@ -116,8 +116,7 @@ RegistryRunsIn(Oid database)
 	SpinLockAcquire(&state->registry_mutex);
 	for (const RegistrySlot &slot : state->registries)
 		runs = runs ||
-			(slot.database == database && slot.pid != 0 &&
-			 (slot.phase == kRegistryStarting || slot.phase == kRegistryRunning));
+			(slot.database == database && slot.phase != kRegistryFree && !slot.absent);
 	SpinLockRelease(&state->registry_mutex);
 	return runs;
 }

@@ -65,7 +65,10 @@ void RefuseInTemplateDatabase(void);
  */
 void StopRegistryOfDatabase(Oid database);
 
-/* Whether a registry runs, or starts, in "database". */
+/*
+ * Whether "database" has a registry slot: running, starting, or stopped and
+ * to be started again (with its finding).  A non-superuser may not drop it.
+ */
 bool RegistryRunsIn(Oid database);
 
 /*
