@@ -4,8 +4,75 @@ package SnowflakeTest;
 use strict;
 use warnings;
 use IPC::Run;
+use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use Test::More;
 use Time::HiRes;
+
+# Returns a node named $name that preloads snowflake: initialized (with
+# init => [...] passed to init(), e.g. allows_streaming => 1), its settings
+# appended, and started unless start => 0.  Options:
+#   settings => { name => value, ... }  written as name = 'value', in the
+#                order of the names ('snowflake.node_id' => 5)
+#   conf     => text appended verbatim after them (include lines, comments)
+#   install  => [...] passed to PostgreSQL::Test::Cluster->new
+#   extension => a database (or [databases]) to CREATE EXTENSION snowflake in
+sub new_node
+{
+	my ($name, %opt) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name, @{ $opt{install} // [] });
+	$node->init(@{ $opt{init} // [] });
+	$node->append_conf('postgresql.conf', node_conf(%{ $opt{settings} // {} })
+		  . ($opt{conf} // ''));
+	return $node if defined $opt{start} && !$opt{start};
+	$node->start;
+	my $dbs = $opt{extension} // [];
+	$node->safe_psql($_, 'CREATE EXTENSION snowflake') for (ref $dbs ? @$dbs : ($dbs));
+	return $node;
+}
+
+# The postgresql.conf lines that preload snowflake with %settings (see
+# new_node), for a node made some other way (a standby, pg_upgrade's new
+# cluster).
+sub node_conf
+{
+	my (%settings) = @_;
+	my $conf = "shared_preload_libraries = 'snowflake'\n";
+	for my $key (sort keys %settings)
+	{
+		(my $value = $settings{$key}) =~ s/'/''/g;
+		$conf .= "$key = '$value'\n";
+	}
+	return $conf;
+}
+
+# The major version of the PostgreSQL that pg_config on PATH names.
+sub pg_major
+{
+	my ($major) = `pg_config --version` =~ /^PostgreSQL (\d+)/;
+	die "pg_config on PATH did not answer" unless defined $major;
+	return $major;
+}
+
+# For a component Debian packages for PostgreSQL 15 only (test/install-deps.sh
+# installs it there): returns quietly when $present is true; on 15 dies,
+# naming the package; elsewhere skips the whole test, saying $why.
+sub require_tool
+{
+	my ($present, $what, $package, $why) = @_;
+	return if $present;
+	my $major = pg_major();
+	die "$what is not installed: test/install-deps.sh installs $package" if $major == 15;
+	plan skip_all => "$what is not installed for PostgreSQL $major ($why)";
+}
+
+# The first executable $program in @dirs or on PATH, or undef.
+sub find_program
+{
+	my ($program, @dirs) = @_;
+	my ($found) = grep { -x $_ } map { "$_/$program" } (@dirs, split(/:/, $ENV{PATH} // ''));
+	return $found;
+}
 
 # Starts psql in the background on $node's database "postgres", running
 # @args (e.g. '-c', $sql), its output in "$dir/$name.out" and ".err".
