@@ -1,7 +1,7 @@
 # SnowflakeStandby: a primary that preloads snowflake with streaming
 # standbys, and the load the failover tests put on it: sessions committing
 # rows of "ids" and sessions streaming IDs to their client, whose IDs the
-# test then checks.  Used by 010, 011, 016, 022, 037 and 043.
+# test then checks.  Used by 009, 010, 011, 016, 022, 037 and 043.
 #
 #   my ($primary, $standby) = SnowflakeStandby::primary_with_standbys(
 #       sql => $SnowflakeStandby::ids_schema);
