@@ -35,6 +35,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes ();
 use SnowflakeDocs;
+use SnowflakeTest;
+use SnowflakeTwoPrimaries;
 
 # Debian packages pglogical for PostgreSQL 15 only (test/install-deps.sh
 # installs it); test/install-pg-versions.sh builds it from Debian's source
@@ -43,19 +45,12 @@ use SnowflakeDocs;
 # no pglogical, a test that uses this module is skipped, saying why; on 15
 # its absence fails.
 {
-	my $sharedir = `pg_config --sharedir`;
-	my ($major) = `pg_config --version` =~ /^PostgreSQL (\d+)/;
-	chomp $sharedir;
-	die "pg_config on PATH did not answer" unless $sharedir ne '' && defined $major;
-	if (!-f "$sharedir/extension/pglogical.control")
-	{
-		die "pglogical is not installed in $sharedir: test/install-deps.sh installs "
-		  . "postgresql-15-pglogical"
-		  if $major == 15;
-		plan skip_all => "pglogical is not installed for PostgreSQL $major "
-		  . "(Debian packages it for PostgreSQL 15 only; test/install-pg-versions.sh "
-		  . "could not build it from Debian's source)";
-	}
+	chomp(my $sharedir = `pg_config --sharedir`);
+	die "pg_config on PATH did not answer" unless $sharedir ne '';
+	SnowflakeTest::require_tool(-f "$sharedir/extension/pglogical.control",
+		'pglogical', 'postgresql-15-pglogical',
+		"Debian packages it for PostgreSQL 15 only; test/install-pg-versions.sh "
+		  . "could not build it from Debian's source");
 }
 
 # The replicated database.
@@ -302,17 +297,11 @@ sub conflicts
 	return scalar @lines;
 }
 
-# A digest of a table's rows: count, sum of ids, and md5 of all rows
-# ordered by id (each row as text).  Equal on two nodes: same data.
-# $dbname defaults to "app".
+# A digest of a table's rows (see SnowflakeTwoPrimaries::digest); $dbname
+# defaults to "app".
 sub digest
 {
-	my ($node, $table, $dbname) = @_;
-	return $node->safe_psql(
-		$dbname // $db, qq{
-SELECT count(*), coalesce(sum(id), 0),
-       md5(coalesce(string_agg(t::text, ',' ORDER BY id), ''))
-  FROM $table AS t});
+	return SnowflakeTwoPrimaries::digest(@_);
 }
 
 # Kills $node's postmaster with SIGKILL and waits until every process of

@@ -24,16 +24,12 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
 use SnowflakeClock;
+use SnowflakeStandby;
+use SnowflakeTest;
 
 my $hour_ms = 3_600_000;
 
-my $node = PostgreSQL::Test::Cluster->new('restart');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q(
-shared_preload_libraries = 'snowflake'
-timezone = 'UTC'
-));
+my $node = SnowflakeTest::new_node('restart', settings => { timezone => 'UTC' }, start => 0);
 SnowflakeClock::start($node, 0);
 $node->safe_psql(
 	'postgres', q{
@@ -81,17 +77,12 @@ SELECT max(id), min(id)
         UNION ALL SELECT unnest('{$ids}'::bigint[])) AS s});
 }
 
+# The Unix time in ms of the timestamp $expr, by the server.
 sub unix_ms_sql
 {
 	my ($expr) = @_;
 	return $node->safe_psql('postgres',
 		"SELECT (extract(epoch FROM $expr) * 1000)::bigint");
-}
-
-sub ts_ms
-{
-	my ($id) = @_;
-	return unix_ms_sql("(snowflake_decode($id)).ts");
 }
 
 # The gap named in the messages of the log since $offset at $level (WARNING
@@ -107,7 +98,7 @@ sub gap_messages
 # --- before: clock right, max_drift 1000 ms ----------------------------------------
 generate('before');
 my ($max_before) = bounds('before');
-my $max_before_ms = ts_ms($max_before);
+my $max_before_ms = unix_ms_sql("(snowflake_decode($max_before)).ts");
 cmp_ok($node->safe_psql('postgres', 'SELECT reservations FROM snowflake_status()'),
 	'>', 0, 'reservations were written while generating');
 my $reserved_before_ms = unix_ms_sql('(SELECT reserved_until FROM snowflake_status())');
@@ -123,12 +114,7 @@ cmp_ok($file + 0, '>=', $max_before_ms,
 
 # --- restart with the clock 1 h back, max_drift 2 h ------------------------------
 my $log_offset = -s $node->logfile;
-SnowflakeClock::start($node, -3600);
-# The margin grows with the query's round trip, which a loaded machine can
-# stretch past a second.
-my ($offset, $uncertainty) = SnowflakeClock::server_offset($node);
-ok(abs($offset + 3600) < 1 + $uncertainty,
-	sprintf('the server clock is 1 h back (%.3f s, +/- %.3f s)', $offset, $uncertainty));
+SnowflakeStandby::start_behind($node, 3600, 1, 'the server clock is 1 h back');
 
 my $reserved_ms = unix_ms_sql('(SELECT reserved_until FROM snowflake_status())');
 is($reserved_ms, $max_before_ms,
@@ -179,15 +165,8 @@ snowflake.clock_wait_timeout = 2000
 $log_offset = -s $node->logfile;
 SnowflakeClock::start($node, -3600);
 
-my ($stdout, $stderr);
 my $started = time();
-my $rc = $node->psql(
-	'postgres', q(
-\set VERBOSITY verbose
-SELECT snowflake_nextval();
-),
-	stdout => \$stdout,
-	stderr => \$stderr);
+my ($rc, $stdout, $stderr) = SnowflakeStandby::nextval_verbose($node);
 my $elapsed = time() - $started;
 isnt($rc, 0, 'clock 1 h back, max_drift 1 s: snowflake_nextval() fails');
 is($stdout, '', 'no ID is issued');

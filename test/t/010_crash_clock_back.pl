@@ -27,70 +27,39 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeTest;
-use IPC::Run;
 use Time::HiRes qw(time);
 use SnowflakeClock;
+use SnowflakeStandby;
 
 my $max_drift_ms = 1000;
 my $inserters = 3;
 my $streamers = 2;
 
-my $node = PostgreSQL::Test::Cluster->new('crash');
-$node->init;
 # 8 sequence bits: 256 IDs per ms, so the streams and the burst outrun the
 # clock and borrow up to max_drift ahead.
-$node->append_conf(
-	'postgresql.conf', qq(
-shared_preload_libraries = 'snowflake'
-timezone = 'UTC'
-snowflake.sequence_bits = 8
-snowflake.max_drift = $max_drift_ms
-snowflake.clock_wait_timeout = '40s'
-));
+my $node = SnowflakeTest::new_node(
+	'crash',
+	settings => {
+		timezone => 'UTC',
+		'snowflake.sequence_bits' => 8,
+		'snowflake.max_drift' => $max_drift_ms,
+		'snowflake.clock_wait_timeout' => '40s'
+	},
+	start => 0);
 SnowflakeClock::start($node, 0);
 $node->safe_psql(
 	'postgres', q{
 CREATE EXTENSION snowflake;
-CREATE TABLE ids (
-    id      bigint PRIMARY KEY DEFAULT snowflake_nextval(),
-    session integer NOT NULL,
-    n       integer NOT NULL
-);
 -- IDs the client saw, loaded after the crash.
 CREATE TABLE returned (id bigint NOT NULL, after_crash boolean DEFAULT false);
--- Commits batches of 100 rows, numbered in call order, until it is ended.
-CREATE PROCEDURE generate(s integer) LANGUAGE plpgsql AS $$
-DECLARE
-    done integer := 0;
-BEGIN
-    LOOP
-        INSERT INTO ids (session, n)
-        SELECT s, done + g FROM generate_series(1, 100) AS g;
-        done := done + 100;
-        COMMIT;
-    END LOOP;
-END $$;
-});
+} . $SnowflakeStandby::ids_schema);
 
 my $dir = PostgreSQL::Test::Utils::tempdir();
 
-sub start_psql
-{
-	return SnowflakeTest::start_psql($node, $dir, @_);
-}
-
-my @runs;
-push @runs, start_psql("insert_$_", '-c', "CALL generate($_)") for 1 .. $inserters;
-# FETCH_COUNT makes psql read through a cursor, so IDs reach the client
-# while they are generated.  generate_series() in the select list, not in
-# FROM, where its result would be materialized before the first row.
-my $endless = '(SELECT generate_series(1, 1000000000)) AS g';
-push @runs,
-  start_psql("stream_$_", '-v', 'FETCH_COUNT=1000', '-c',
-	"SELECT snowflake_nextval() FROM $endless")
-  for 1 .. $streamers;
-push @runs, start_psql('burst', '-c',
-	"SELECT count(snowflake_nextval()) FROM $endless");
+my @runs = SnowflakeStandby::start_load($node, $dir,
+	inserters => $inserters, streamers => $streamers);
+push @runs, SnowflakeTest::start_psql($node, $dir, 'burst', '-c',
+	"SELECT count(snowflake_nextval()) FROM $SnowflakeStandby::endless");
 
 ok( $node->poll_query_until(
 		'postgres', qq{
@@ -99,14 +68,10 @@ SELECT count(DISTINCT session) = $inserters AND count(*) >= 20000 FROM ids}),
 ok( $node->poll_query_until(
 		'postgres', q{SELECT drift_ms > 500 FROM snowflake_status()}),
 	'generation runs ahead of the clock');
-ok( SnowflakeTest::wait_until(
-		sub { !grep { !-s "$dir/stream_$_.out" } 1 .. $streamers },
-		'output from every stream'),
+ok(SnowflakeStandby::wait_streaming_ids($dir, $streamers),
 	'the client receives streamed IDs');
 # (Was: sleep 1, a guess at how soon a reservation is written.)
-ok( $node->poll_query_until(
-		'postgres', q{SELECT reservations > 0 FROM snowflake_status()}),
-	'reservations are written before the crash');
+ok(SnowflakeStandby::wait_reservations($node), 'reservations are written before the crash');
 my ($reservations, $reserved_before) = split /\|/,
   $node->safe_psql(
 	'postgres', q{
@@ -124,34 +89,11 @@ for my $r (@runs)
 # The IDs each stream saw, in order (whole lines only), checked on the way
 # into the file the server loads after the restart.
 my $returned_file = "$dir/returned.txt";
-my $streamed = 0;
-open my $all, '>', $returned_file or die "could not write $returned_file: $!";
-for my $s (1 .. $streamers)
-{
-	my ($count, $decreases, $prev) = (0, 0, 0);
-	open my $in, '<', "$dir/stream_$s.out" or die "could not read stream $s: $!";
-	while (my $line = <$in>)
-	{
-		next unless $line =~ /^(\d+)\n\z/;
-		$decreases++ if $1 <= $prev;
-		$prev = $1;
-		$count++;
-		print $all $line;
-	}
-	close $in;
-	is($decreases, 0, "stream $s saw strictly increasing IDs ($count)");
-	$streamed += $count;
-}
-close $all or die "could not close $returned_file: $!";
+my ($streamed) = SnowflakeStandby::check_streams($dir, $streamers, into => $returned_file);
 
 # --- restart with the clock behind ---------------------------------------------------
 my $log_offset = -s $node->logfile;
-SnowflakeClock::start($node, -300);
-# The margin grows with the query's round trip, which a loaded machine can
-# stretch past a second.
-my ($offset, $uncertainty) = SnowflakeClock::server_offset($node);
-ok(abs($offset + 300) < 0.5 + $uncertainty,
-	sprintf('the server clock is 300 s back (%.3f s, +/- %.3f s)', $offset, $uncertainty));
+SnowflakeStandby::start_behind($node, 300, 0.5, 'the server clock is 300 s back');
 like(slurp_file($node->logfile, $log_offset),
 	qr/database system was interrupted|was not properly shut down/,
 	'the start recovered from the crash');

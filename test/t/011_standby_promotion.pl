@@ -24,9 +24,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeTest;
-use IPC::Run;
 use Time::HiRes qw(time);
 use SnowflakeClock;
+use SnowflakeStandby;
 
 my $inserters = 3;
 my $streamers = 2;
@@ -36,56 +36,17 @@ my $streamers = 2;
 my $standby_behind_s = 60;
 my $standby_drift_ms = 90_000;
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf(
-	'postgresql.conf', q(
-shared_preload_libraries = 'snowflake'
-timezone = 'UTC'
-));
-$primary->start;
-$primary->safe_psql(
-	'postgres', q{
-CREATE EXTENSION snowflake;
-CREATE TABLE ids (
-    id      bigint PRIMARY KEY DEFAULT snowflake_nextval(),
-    session integer NOT NULL,
-    n       integer NOT NULL
-);
--- Commits batches of 100 rows, numbered in call order, until it is ended.
-CREATE PROCEDURE generate(s integer) LANGUAGE plpgsql AS $$
-DECLARE
-    done integer := 0;
-BEGIN
-    LOOP
-        INSERT INTO ids (session, n)
-        SELECT s, done + g FROM generate_series(1, 100) AS g;
-        done := done + 100;
-        COMMIT;
-    END LOOP;
-END $$;
-INSERT INTO ids (session, n) SELECT 0, g FROM generate_series(1, 1000) AS g;
-});
-
-$primary->backup('base');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'base', has_streaming => 1);
+my ($primary, $standby) = SnowflakeStandby::primary_with_standbys(
+	settings => { timezone => 'UTC' },
+	sql => $SnowflakeStandby::ids_schema
+	  . 'INSERT INTO ids (session, n) SELECT 0, g FROM generate_series(1, 1000) AS g',
+	start_standbys => 0);
 $standby->append_conf('postgresql.conf',
 	"snowflake.max_drift = $standby_drift_ms\n");
-SnowflakeClock::start($standby, -$standby_behind_s);
-# The margin grows with the query's round trip, which a loaded machine can
-# stretch past a second.
-my ($offset, $uncertainty) = SnowflakeClock::server_offset($standby);
-ok(abs($offset + $standby_behind_s) < 0.5 + $uncertainty,
-	sprintf('the standby clock is %d s back (%.3f s, +/- %.3f s)',
-		$standby_behind_s, $offset, $uncertainty));
+SnowflakeStandby::start_behind($standby, $standby_behind_s, 0.5,
+	"the standby clock is $standby_behind_s s back");
 
-$primary->append_conf('postgresql.conf', "synchronous_standby_names = '*'\n");
-$primary->reload;
-ok( $primary->poll_query_until(
-		'postgres', q{
-SELECT count(*) = 1 FROM pg_stat_replication WHERE sync_state = 'sync'}),
-	'the standby replicates synchronously');
+ok(SnowflakeStandby::make_synchronous($primary), 'the standby replicates synchronously');
 
 # --- case 5: the hot standby -------------------------------------------------------
 $primary->safe_psql('postgres',
@@ -98,20 +59,8 @@ is($standby->safe_psql('postgres',
 		"SELECT ts, node_id, worker_id, seq FROM snowflake_decode($sample)"),
 	$decoded, 'snowflake_decode() works on the standby, as on the primary');
 
-my ($stdout, $stderr);
-my $rc = $standby->psql(
-	'postgres', q(
-\set VERBOSITY verbose
-SELECT snowflake_nextval();
-),
-	stdout => \$stdout,
-	stderr => \$stderr);
-isnt($rc, 0, 'snowflake_nextval() fails on the hot standby');
-is($stdout, '', 'no ID is issued on the standby');
-like(
-	$stderr,
-	qr/\bERROR:  25006: cannot generate snowflake IDs during recovery$/m,
-	'SQLSTATE 25006 and the documented message');
+my $stderr = SnowflakeStandby::check_nextval_refused($standby, 'on the hot standby',
+	'no ID is issued on the standby');
 like(
 	$stderr,
 	qr/^HINT:  \Qsnowflake_nextval() works only on a primary; snowflake_decode() works everywhere.\E$/m,
@@ -129,31 +78,17 @@ is( $standby->safe_psql(
 # --- case 4: promotion under load --------------------------------------------------
 my $dir = PostgreSQL::Test::Utils::tempdir();
 
-sub start_psql
-{
-	return SnowflakeTest::start_psql($primary, $dir, @_);
-}
-
-my @runs;
-push @runs, start_psql("insert_$_", '-c', "CALL generate($_)") for 1 .. $inserters;
-# Streams through a cursor, so IDs reach the client while they are made.
-push @runs,
-  start_psql("stream_$_", '-v', 'FETCH_COUNT=1000', '-c',
-	'SELECT snowflake_nextval() FROM (SELECT generate_series(1, 1000000000)) AS g')
-  for 1 .. $streamers;
+my @runs = SnowflakeStandby::start_load($primary, $dir,
+	inserters => $inserters, streamers => $streamers);
 
 ok( $primary->poll_query_until(
 		'postgres', qq{
 SELECT count(DISTINCT session) = $inserters + 1 AND count(*) >= 20000 FROM ids}),
 	'the sessions commit rows on the primary');
-ok( SnowflakeTest::wait_until(
-		sub { !grep { !-s "$dir/stream_$_.out" } 1 .. $streamers },
-		'output from every stream'),
+ok(SnowflakeStandby::wait_streaming_ids($dir, $streamers),
 	'the clients receive streamed IDs');
 # (Was: sleep 1, a guess at how soon a reservation is written.)
-ok( $primary->poll_query_until(
-		'postgres', q{SELECT reservations > 0 FROM snowflake_status()}),
-	'the primary wrote reservations');
+ok(SnowflakeStandby::wait_reservations($primary), 'the primary wrote reservations');
 
 # The standby stops receiving WAL, and the load goes on until the primary's
 # clock is a second past the last reservation the standby replayed: each
@@ -185,23 +120,7 @@ ok($standby->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'),
 	'the standby is promoted');
 
 # IDs the clients saw from the primary, in order (whole lines only).
-my ($streamed, $max_streamed) = (0, 0);
-for my $s (1 .. $streamers)
-{
-	my ($count, $decreases, $prev) = (0, 0, 0);
-	open my $in, '<', "$dir/stream_$s.out" or die "could not read stream $s: $!";
-	while (my $line = <$in>)
-	{
-		next unless $line =~ /^(\d+)\n\z/;
-		$decreases++ if $1 <= $prev;
-		$prev = $1;
-		$count++;
-	}
-	close $in;
-	is($decreases, 0, "stream $s saw strictly increasing IDs ($count)");
-	$streamed += $count;
-	$max_streamed = $prev if $prev > $max_streamed;
-}
+my ($streamed, $max_streamed) = SnowflakeStandby::check_streams($dir, $streamers);
 is( $standby->safe_psql(
 		'postgres',
 		"SELECT (extract(epoch FROM (snowflake_decode($max_streamed)).ts) * 1000)::bigint"

@@ -12,6 +12,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeTest;
+use SnowflakeStandby;
 
 # Bytes of growth allowed: far below one allocation per record (the old
 # code grew the worker by about 70 KB and the startup process by about
@@ -24,20 +25,8 @@ my $allowed_startup_growth = 16384;
 # about 4,000 in 20 s).
 my $records_wanted = 2000;
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf(
-	'postgresql.conf', q(
-shared_preload_libraries = 'snowflake'
-snowflake.reserve_ahead = '10ms'
-));
-$primary->start;
-$primary->safe_psql('postgres', 'CREATE EXTENSION snowflake');
-$primary->backup('base');
-
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'base', has_streaming => 1);
-$standby->start;
+my ($primary, $standby) = SnowflakeStandby::primary_with_standbys(
+	settings => { 'snowflake.reserve_ahead' => '10ms' });
 
 sub pid_of
 {

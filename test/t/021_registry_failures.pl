@@ -21,18 +21,11 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeTest;
+use SnowflakeRegistryPeer;
 
-my $node = PostgreSQL::Test::Cluster->new('registry');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q(
-shared_preload_libraries = 'snowflake'
-snowflake.database = 'postgres'
-snowflake.registry_interval = 200
-snowflake.on_node_collision = error
-));
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION snowflake; CREATE DATABASE app');
+my $node = SnowflakeRegistryPeer::registry_node('registry',
+	{ 'snowflake.database' => 'postgres' }, extension => 'postgres');
+$node->safe_psql('postgres', 'CREATE DATABASE app');
 $node->safe_psql('app', 'CREATE EXTENSION snowflake');
 
 # snowflake_nextval() in a new session of "app": the ID, or the error.
@@ -51,15 +44,11 @@ sub status
 
 sub set_policy
 {
-	my ($policy) = @_;
-	$node->safe_psql('app',
-		"ALTER SYSTEM SET snowflake.on_node_collision = '$policy'; SELECT pg_reload_conf()");
-	ok( $node->poll_query_until(
-			'app', 'SHOW snowflake.on_node_collision', $policy),
-		"on_node_collision is $policy after the reload");
+	SnowflakeRegistryPeer::set_policy($node, 'app', @_);
+	return;
 }
 
-my $blocked = qr/ERROR:  snowflake node_id 0 is also used by another running instance/;
+my $blocked = qr/ERROR:  \Q$SnowflakeRegistryPeer::collision\E/;
 
 # --- a collision, found by a registry that runs --------------------------------
 
@@ -69,26 +58,7 @@ ok( $node->poll_query_until(
                   FROM snowflake_status()'),
 	'the registry completes rounds and reports no problem');
 
-my $peer = '00000000-0000-4000-8000-000000000001';
-$node->safe_psql(
-	'postgres', qq{
-INSERT INTO snowflake_nodes (node_id, instance_id, system_identifier, timeline, host,
-                             port, data_directory, started_at, last_seen, beats)
-VALUES (0, '$peer', '1', 1, 'elsewhere', 5432, '/elsewhere', now(), now(), 1)});
-my $beating = SnowflakeTest::start_psql(
-	$node,
-	$node->basedir,
-	'peer',
-	'-c', qq{
-DO \$\$
-BEGIN
-    FOR i IN 1 .. 3000 LOOP
-        UPDATE snowflake_nodes SET beats = beats + 1 WHERE instance_id = '$peer';
-        COMMIT;
-        PERFORM pg_sleep(0.1);
-    END LOOP;
-END
-\$\$});
+my $beating = SnowflakeRegistryPeer::start_peer($node);
 ok($node->poll_query_until('app', 'SELECT node_collision FROM snowflake_status()'),
 	'the registry finds the running peer');
 like(nextval(), $blocked, 'on_node_collision = error refuses IDs');

@@ -14,23 +14,10 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SnowflakeStandby;
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf', "shared_preload_libraries = 'snowflake'\n");
-$primary->start;
-$primary->safe_psql('postgres', 'CREATE EXTENSION snowflake');
-$primary->backup('base');
-
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'base', has_streaming => 1);
-$standby->start;
-$primary->append_conf('postgresql.conf', "synchronous_standby_names = '*'\n");
-$primary->reload;
-ok( $primary->poll_query_until(
-		'postgres', q{
-SELECT count(*) = 1 FROM pg_stat_replication WHERE sync_state = 'sync'}),
-	'the standby replicates synchronously');
+my ($primary, $standby) = SnowflakeStandby::primary_with_standbys();
+ok(SnowflakeStandby::make_synchronous($primary), 'the standby replicates synchronously');
 
 my $before = $primary->safe_psql('postgres', 'SELECT snowflake_nextval()');
 ok($before > 0, 'IDs while the standby confirms');

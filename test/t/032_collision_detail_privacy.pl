@@ -17,20 +17,12 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeTest;
+use SnowflakeRegistryPeer;
 
-my $node = PostgreSQL::Test::Cluster->new('collision_privacy');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q(
-shared_preload_libraries = 'snowflake'
-snowflake.database = 'postgres'
-snowflake.registry_interval = 200
-snowflake.on_node_collision = error
-));
-$node->start;
+my $node = SnowflakeRegistryPeer::registry_node('collision_privacy',
+	{ 'snowflake.database' => 'postgres' }, extension => 'postgres');
 $node->safe_psql(
 	'postgres', q{
-CREATE EXTENSION snowflake;
 CREATE ROLE regress_nobody LOGIN;
 CREATE ROLE regress_stats LOGIN IN ROLE pg_read_all_stats});
 
@@ -56,12 +48,8 @@ sub as_role
 
 sub set_policy
 {
-	my ($policy) = @_;
-	$node->safe_psql('postgres',
-		"ALTER SYSTEM SET snowflake.on_node_collision = '$policy'; SELECT pg_reload_conf()");
-	ok( $node->poll_query_until(
-			'postgres', 'SHOW snowflake.on_node_collision', $policy),
-		"on_node_collision is $policy after the reload");
+	SnowflakeRegistryPeer::set_policy($node, 'postgres', @_);
+	return;
 }
 
 my ($ret, $stderr, $stdout) =
@@ -73,25 +61,12 @@ like($stderr, qr/permission denied/,
 
 # --- the peer ---------------------------------------------------------------------
 
-$node->safe_psql(
-	'postgres', qq{
-INSERT INTO snowflake_nodes (node_id, instance_id, system_identifier, timeline, host,
-                             port, data_directory, started_at, last_seen, beats)
-VALUES (0, '$peer', '$system', 1, '$host', $port, '/elsewhere', now(), now(), 1)});
-my $beating = SnowflakeTest::start_psql(
+my $beating = SnowflakeRegistryPeer::start_peer(
 	$node,
-	$node->basedir,
-	'peer',
-	'-c', qq{
-DO \$\$
-BEGIN
-    FOR i IN 1 .. 3000 LOOP
-        UPDATE snowflake_nodes SET beats = beats + 1 WHERE instance_id = '$peer';
-        COMMIT;
-        PERFORM pg_sleep(0.1);
-    END LOOP;
-END
-\$\$});
+	instance => $peer,
+	system => $system,
+	host => $host,
+	port => $port);
 ok($node->poll_query_until('postgres', 'SELECT node_collision FROM snowflake_status()'),
 	'the registry finds the running peer');
 

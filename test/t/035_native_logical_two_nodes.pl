@@ -50,8 +50,10 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes ();
 use SnowflakeDocs;
+use SnowflakeTest;
+use SnowflakeTwoPrimaries qw(number sub_of status instance digest wait_streaming);
 
-my $db = 'app';
+my $db = $SnowflakeTwoPrimaries::db;
 my $pub = 'multi_primary';
 my $interval_ms = 500;
 
@@ -64,27 +66,7 @@ my $node2 = PostgreSQL::Test::Cluster->new('node2');
 my @nodes = ($node1, $node2);
 my $major = $node1->pg_version->major(separator => '.');
 
-# The number N of node "nodeN", its snowflake.node_id unless changed.
-sub number
-{
-	my ($node) = @_;
-	my ($n) = $node->name =~ /(\d+)$/;
-	return $n;
-}
-
-# The subscription on the other node that replicates $node's changes, and
-# the application_name of its walsender on $node.
-sub sub_of
-{
-	my ($node) = @_;
-	return 'from_' . $node->name;
-}
-
-sub other
-{
-	my ($node) = @_;
-	return $node->name eq $node1->name ? $node2 : $node1;
-}
+my $pair = SnowflakeTwoPrimaries->new(\@nodes);
 
 # Step 1 of the guide: snowflake.database names "app" from the start, as
 # the guide's configuration does (left at '', the run before the restart
@@ -93,19 +75,17 @@ sub other
 # found no database waits before it tries again.
 for my $node (@nodes)
 {
-	my $n = number($node);
 	$node->init(allows_streaming => 'logical');
 	$node->append_conf(
-		'postgresql.conf', qq(
-shared_preload_libraries = 'snowflake'
-snowflake.node_id = $n
-snowflake.registry_interval = $interval_ms
-snowflake.database = '$db'
-track_commit_timestamp = on
-wal_retrieve_retry_interval = '500ms'
-max_connections = 40
-timezone = 'UTC'
-));
+		'postgresql.conf',
+		SnowflakeTest::node_conf(
+			'snowflake.node_id' => number($node),
+			'snowflake.registry_interval' => $interval_ms,
+			'snowflake.database' => $db,
+			track_commit_timestamp => 'on',
+			wal_retrieve_retry_interval => '500ms',
+			max_connections => 40,
+			timezone => 'UTC'));
 	$node->start;
 	$node->safe_psql('postgres', "CREATE DATABASE $db");
 	$node->safe_psql($db, 'CREATE EXTENSION snowflake');
@@ -132,29 +112,7 @@ CREATE TABLE readings (
 CREATE TABLE readings_1 PARTITION OF readings FOR VALUES IN (1);
 CREATE TABLE readings_2 PARTITION OF readings FOR VALUES IN (2);
 CREATE UNLOGGED TABLE scratch (id bigint PRIMARY KEY);
--- The outcome of one call of snowflake_nextval(): 'ok' or the error.
-CREATE FUNCTION try_nextval() RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM snowflake_nextval();
-    RETURN 'ok';
-EXCEPTION WHEN others THEN
-    RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
-});
-}
-
-sub instance
-{
-	my ($node) = @_;
-	return $node->safe_psql($db, 'SELECT instance_id FROM snowflake_status()');
-}
-
-sub status
-{
-	my ($node) = @_;
-	return $node->safe_psql($db,
-		'SELECT node_id, node_collision FROM snowflake_status()');
+} . $SnowflakeTwoPrimaries::try_nextval);
 }
 
 # The tables of the publication, as pg_publication_tables shows them.
@@ -229,32 +187,10 @@ for my $node (@nodes)
 	  or die $node->name . ' did not register';
 }
 
-# Waits until the other node's subscription to $node streams from it.
-sub wait_streaming
-{
-	my ($node) = @_;
-	my $sub = sub_of($node);
-	$node->poll_query_until(
-		$db, qq{
-SELECT count(*) = 1 FROM pg_stat_replication
- WHERE application_name = '$sub' AND state = 'streaming'})
-	  or die "the subscription $sub does not stream from " . $node->name;
-	return;
-}
-
-# Waits until each node's subscriber has applied everything the node had
-# written when the wait began.
-sub wait_caught_up
-{
-	wait_streaming($_) for @nodes;
-	$_->wait_for_catchup(sub_of($_)) for @nodes;
-	return;
-}
-
 # Step 4 of the guide.
 for my $node (@nodes)
 {
-	my $peer = other($node);
+	my $peer = $pair->other($node);
 	$node->safe_psql(
 		$db,
 		SnowflakeDocs::substitute(
@@ -271,30 +207,13 @@ SELECT s.subname, s.suborigin, string_agg(format('%s:%s', r.srrelid::regclass, r
                                           ',' ORDER BY r.srrelid::regclass::text)
   FROM pg_subscription AS s JOIN pg_subscription_rel AS r ON r.srsubid = s.oid
  GROUP BY s.subname, s.suborigin}),
-		sub_of(other($node)) . '|none|items:r,readings:r,snowflake_nodes:r',
+		sub_of($pair->other($node)) . '|none|items:r,readings:r,snowflake_nodes:r',
 		$node->name . ' subscribes to the other node with origin = none, every table ready');
 }
 
 # --- 2. heartbeats replicate ----------------------------------------------------
 
-my %instance = map { $_->name => instance($_) } @nodes;
-for my $node (@nodes)
-{
-	my $seen = other($node);
-	my $other = $instance{ $seen->name };
-	my $before = $node->safe_psql($db,
-		"SELECT coalesce(max(beats), 0) FROM snowflake_nodes WHERE instance_id = '$other'");
-	ok( $node->poll_query_until(
-			$db,
-			"SELECT beats > $before FROM snowflake_nodes WHERE instance_id = '$other'"),
-		$node->name . ' sees the heartbeats of ' . $seen->name . ' grow');
-	is( $node->safe_psql(
-			$db,
-			"SELECT node_id, port FROM snowflake_nodes WHERE instance_id = '$other'"),
-		number($seen) . '|' . $seen->port,
-		$node->name . "'s snowflake_nodes names the other node's id and port");
-	is(status($node), number($node) . '|f', $node->name . ': no collision');
-}
+my %instance = $pair->check_heartbeats;
 
 # --- 3. concurrent inserts on both nodes ---------------------------------------
 
@@ -365,19 +284,7 @@ for my $node (@nodes)
 	ok($node->poll_query_until($db, "SELECT count(*) = $total FROM items"),
 		$node->name . " holds all $total rows");
 }
-wait_caught_up();
-
-# A digest of a table's rows: count, sum of ids, and md5 of all rows
-# ordered by id.  Equal on two nodes: same data.
-sub digest
-{
-	my ($node, $table) = @_;
-	return $node->safe_psql(
-		$db, qq{
-SELECT count(*), coalesce(sum(id), 0),
-       md5(coalesce(string_agg(t::text, ',' ORDER BY id), ''))
-  FROM $table AS t});
-}
+$pair->wait_caught_up;
 
 my $items = digest($node1, 'items');
 is(digest($node2, 'items'), $items, "items is identical on both nodes ($items)");
@@ -416,7 +323,7 @@ SELECT max(ts) FILTER (WHERE origin = 1) > min(ts) FILTER (WHERE origin = 2)
 $_->safe_psql($db,
 	'INSERT INTO readings (origin) SELECT ' . number($_) . ' FROM generate_series(1, 100)')
   for @nodes;
-wait_caught_up();
+$pair->wait_caught_up;
 my $readings = digest($node1, 'readings');
 is(digest($node2, 'readings'), $readings,
 	"readings is identical on both nodes ($readings)");
@@ -431,26 +338,13 @@ SELECT (SELECT count(*) FROM readings_1 WHERE origin = 1),
 
 # --- 4. a node-id collision -----------------------------------------------------
 
-# Polls until every node's node_collision is $want.
-sub wait_collision
-{
-	my ($want) = @_;
-	for my $node (@nodes)
-	{
-		$node->poll_query_until($db,
-			'SELECT node_collision FROM snowflake_status()', $want)
-		  or return 0;
-	}
-	return 1;
-}
-
 my @offsets = map { -s $_->logfile } @nodes;
 $node2->safe_psql($db, 'ALTER SYSTEM SET snowflake.node_id = 1');
 $node2->restart;
 my $restarted = Time::HiRes::time;
 wait_streaming($_) for @nodes;
 my $streaming = Time::HiRes::time - $restarted;
-ok(wait_collision('t'), 'both nodes detect the collision');
+ok(defined $pair->wait_collision('t'), 'both nodes detect the collision');
 my $detection = Time::HiRes::time - $restarted;
 note(
 	sprintf(
@@ -460,41 +354,8 @@ note(
 		$major, $detection, $streaming, $interval_ms));
 is(status($_), '1|t', $_->name . ': node_id 1 and node_collision') for @nodes;
 
-my %instance_now = map { $_->name => instance($_) } @nodes;
-for my $i (0, 1)
-{
-	my $node = $nodes[$i];
-	my $other = other($node);
-	my $other_instance = $instance_now{ $other->name };
-	my $other_port = $other->port;
-	$node->wait_for_log(qr/WARNING:  snowflake node_id 1 is also used/, $offsets[$i]);
-	like(
-		slurp_file($node->logfile, $offsets[$i]),
-		qr/WARNING:  \Qsnowflake node_id 1 is also used by another running instance\E\n[^\n]*DETAIL:  \Qsnowflake_nodes shows instance $other_instance on host \E\S+ port $other_port\b/,
-		$node->name . ' logs a WARNING whose DETAIL names the other instance');
-}
-is($_->safe_psql($db, 'SELECT try_nextval()'),
-	'ok', $_->name . ': on_node_collision = warn still issues IDs')
-  for @nodes;
-
-$_->safe_psql($db,
-	"ALTER SYSTEM SET snowflake.on_node_collision = 'error'; SELECT pg_reload_conf()")
-  for @nodes;
-my $refusal = '55000: snowflake node_id 1 is also used by another running instance';
-for my $node (@nodes)
-{
-	my $name = $node->name;
-	ok($node->poll_query_until($db, 'SELECT try_nextval()', $refusal),
-		"$name: with on_node_collision = error, snowflake_nextval() fails");
-	my ($stdout, $stderr);
-	$node->psql(
-		$db, qq(\\set VERBOSITY verbose
-INSERT INTO items (origin, session, n) VALUES (0, 0, 0) RETURNING id;),
-		stdout => \$stdout,
-		stderr => \$stderr);
-	is($stdout, '', "$name: no row is inserted");
-	like($stderr, qr/ERROR:  \Q$refusal\E$/m, "$name: the error and SQLSTATE 55000");
-}
+my %instance_now = $pair->check_collision_warnings(\@offsets);
+$pair->check_collision_policies('INSERT INTO items (origin, session, n) VALUES (0, 0, 0)');
 
 # The colliding instance stops; node 2 will come back with its own id.
 $node2->safe_psql($db, 'ALTER SYSTEM RESET snowflake.node_id');
@@ -525,25 +386,7 @@ is(status($node1), '1|f', 'node1: still no collision');
 
 # --- 5. tables added later, and snowflake_convert_column() ----------------------
 
-for my $node (@nodes)
-{
-	my $n = number($node);
-	$node->safe_psql(
-		$db, qq{
-CREATE TABLE legacy (
-    id     serial PRIMARY KEY,
-    origin integer NOT NULL,
-    note   text
-);
-CREATE TABLE legacy_lines (
-    id        serial PRIMARY KEY,
-    legacy_id integer NOT NULL REFERENCES legacy,
-    origin    integer NOT NULL
-);
-ALTER SEQUENCE legacy_id_seq INCREMENT BY 2 RESTART WITH $n;
-ALTER SEQUENCE legacy_lines_id_seq INCREMENT BY 2 RESTART WITH $n;
-});
-}
+$_->safe_psql($db, SnowflakeTwoPrimaries::legacy_schema(number($_))) for @nodes;
 
 # "Adding tables later" in the guide: on every node the publication
 # first, then the subscription, before any row is written.
@@ -566,79 +409,18 @@ SELECT string_agg(format('%s:%s', srrelid::regclass, srsubstate), ','
 		"$name: its subscription has the new tables, ready");
 }
 
-# Both nodes hold the same rows of @tables after catch-up, and the IDs of
-# the rows $where selects decode to the node in "origin".
-sub check_tables
-{
-	my ($what, $where, @tables) = @_;
-	wait_caught_up();
-	for my $table (@tables)
-	{
-		my $one = digest($node1, $table);
-		is(digest($node2, $table), $one,
-			"$what: $table is identical on both nodes ($one)");
-		is( $_->safe_psql(
-				$db, qq{
-SELECT count(*) FROM $table AS t, snowflake_decode(t.id) AS d
- WHERE ($where) AND d.node_id <> t.origin}),
-			0,
-			"$what: the IDs of $table on " . $_->name . ' decode to their node')
-		  for @nodes;
-	}
-	return;
-}
-
 # Serial rows on both nodes.
-for my $node (@nodes)
-{
-	my $n = number($node);
-	$node->safe_psql(
-		$db, qq{
-WITH l AS (
-    INSERT INTO legacy (origin, note)
-    SELECT $n, 'serial ' || g FROM generate_series(1, 500) AS g
-    RETURNING id
-)
-INSERT INTO legacy_lines (legacy_id, origin) SELECT id, $n FROM l;
-});
-}
-check_tables('serial keys', 'false', qw(legacy legacy_lines));
+$pair->insert_legacy('serial', 500);
+$pair->check_tables('serial keys', 'false', qw(legacy legacy_lines));
 my $max_serial = $node1->safe_psql($db,
 	'SELECT greatest((SELECT max(id) FROM legacy), (SELECT max(id) FROM legacy_lines))');
 
 # With writes paused, on each node: DDL does not replicate.
-for my $node (@nodes)
-{
-	my $name = $node->name;
-	is( $node->safe_psql(
-			$db, q{
-SELECT affected_table, affected_column, old_type, action
-  FROM snowflake_convert_column('legacy', 'id')}),
-		"legacy|id|integer|DEFAULT snowflake_nextval() replaces nextval('public.legacy_id_seq'::regclass); sequence public.legacy_id_seq dropped\n"
-		  . 'legacy_lines|legacy_id|integer|references legacy(id) through legacy_lines_legacy_id_fkey',
-		"$name: legacy.id converted, legacy_lines.legacy_id widened");
-	is( $node->safe_psql(
-			$db, q{
-SELECT affected_table, old_type FROM snowflake_convert_column('legacy_lines', 'id')}),
-		'legacy_lines|integer',
-		"$name: legacy_lines.id converted");
-}
+SnowflakeTwoPrimaries::convert_legacy($_) for @nodes;
 
 # Inserts on both nodes, with snowflake IDs now.
-for my $node (@nodes)
-{
-	my $n = number($node);
-	$node->safe_psql(
-		$db, qq{
-WITH l AS (
-    INSERT INTO legacy (origin, note)
-    SELECT $n, 'snowflake ' || g FROM generate_series(1, 1000) AS g
-    RETURNING id
-)
-INSERT INTO legacy_lines (legacy_id, origin) SELECT id, $n FROM l;
-});
-}
-check_tables('converted keys', "t.id > $max_serial", qw(legacy legacy_lines));
+$pair->insert_legacy('snowflake', 1000);
+$pair->check_tables('converted keys', "t.id > $max_serial", qw(legacy legacy_lines));
 is( $_->safe_psql(
 		$db, qq{
 SELECT count(*) FILTER (WHERE id <= $max_serial AND note LIKE 'serial %'),
@@ -651,7 +433,7 @@ SELECT count(*) FILTER (WHERE id <= $max_serial AND note LIKE 'serial %'),
 
 # --- 6. over the whole test -------------------------------------------------------
 
-wait_caught_up();
+$pair->wait_caught_up;
 is(digest($node2, 'items'), digest($node1, 'items'),
 	'items is still identical on both nodes');
 my @instances = (
@@ -676,7 +458,7 @@ for my $node (@nodes)
 	my $log = slurp_file($node->logfile);
 	unlike($log, qr/duplicate key value/, "$name: no apply failed on a duplicate key");
 	my @conflicts = $log =~ /^.*conflict detected on relation.*$/mg;
-	my $sub = sub_of(other($node));
+	my $sub = sub_of($pair->other($node));
 	if ($major >= 18)
 	{
 		ok( $node->poll_query_until(

@@ -44,29 +44,20 @@ use Text::ParseWords ();
 use SnowflakeClock;
 use SnowflakeDocs;
 use SnowflakeTest;
+use SnowflakeStandby;
 
 # Debian packages pg_auto_failover for PostgreSQL 15 only (test/install-deps.sh
 # installs it).  On another version, whose server has no pgautofailover
 # extension, the test is skipped, saying why; on 15 its absence fails.
-my ($bindir, $pg_autoctl);
-{
-	chomp(my $sharedir = `pg_config --sharedir`);
-	chomp($bindir = `pg_config --bindir`);
-	my ($major) = `pg_config --version` =~ /^PostgreSQL (\d+)/;
-	die "pg_config on PATH did not answer"
-	  unless $sharedir ne '' && $bindir ne '' && defined $major;
-	if (!-f "$sharedir/extension/pgautofailover.control")
-	{
-		die "pg_auto_failover is not installed in $sharedir: test/install-deps.sh installs "
-		  . "postgresql-15-auto-failover"
-		  if $major == 15;
-		plan skip_all => "pg_auto_failover is not installed for PostgreSQL $major "
-		  . "(Debian packages it for PostgreSQL 15 only)";
-	}
-	($pg_autoctl) = grep { -x } map { "$_/pg_autoctl" } $bindir, split /:/, $ENV{PATH};
-	die "pg_autoctl is not installed: test/install-deps.sh installs postgresql-15-auto-failover"
-	  unless defined $pg_autoctl;
-}
+chomp(my $sharedir = `pg_config --sharedir`);
+chomp(my $bindir = `pg_config --bindir`);
+die "pg_config on PATH did not answer" unless $sharedir ne '' && $bindir ne '';
+SnowflakeTest::require_tool(-f "$sharedir/extension/pgautofailover.control",
+	'pg_auto_failover', 'postgresql-15-auto-failover',
+	'Debian packages it for PostgreSQL 15 only');
+my $pg_autoctl = SnowflakeTest::find_program('pg_autoctl', $bindir);
+SnowflakeTest::require_tool(defined $pg_autoctl, 'pg_autoctl',
+	'postgresql-15-auto-failover', 'Debian packages it for PostgreSQL 15 only');
 my $pg_ctl = "$bindir/pg_ctl";
 my ($testname) = basename($0) =~ /^(.*)\.pl$/;
 
@@ -299,26 +290,9 @@ is($node_a->safe_psql('postgres', q{SELECT extversion IS NOT NULL FROM pg_extens
 	't', 'the guide created the extension on node_a');
 $node_a->safe_psql(
 	'postgres', q{
-CREATE TABLE ids (
-    id      bigint PRIMARY KEY DEFAULT snowflake_nextval(),
-    session integer NOT NULL,
-    n       integer NOT NULL
-);
 -- IDs the clients saw from node_a, loaded on node_b after the failover.
 CREATE TABLE streamed (id bigint NOT NULL);
--- Commits batches of 100 rows, numbered in call order, until it is ended.
-CREATE PROCEDURE generate(s integer) LANGUAGE plpgsql AS $$
-DECLARE
-    done integer := 0;
-BEGIN
-    LOOP
-        INSERT INTO ids (session, n)
-        SELECT s, done + g FROM generate_series(1, 100) AS g;
-        done := done + 100;
-        COMMIT;
-    END LOOP;
-END $$;
-});
+} . $SnowflakeStandby::ids_schema);
 
 # --- the secondary, its clock behind -----------------------------------------------
 $node_b = PostgreSQL::Test::Cluster->new('node_b');
@@ -331,10 +305,7 @@ note show_state();
 
 is( $node_b->safe_psql('postgres', 'SELECT pg_is_in_recovery(), current_setting(\'shared_preload_libraries\')'),
 	"t|snowflake", 'node_b is a standby, with the extension preloaded from node_a\'s postgresql.conf');
-my ($offset, $uncertainty) = SnowflakeClock::server_offset($node_b);
-ok(abs($offset + $behind_s) < 0.5 + $uncertainty,
-	sprintf('node_b\'s clock is %d s behind (%.3f s, +/- %.3f s)',
-		$behind_s, $offset, $uncertainty));
+SnowflakeStandby::check_behind($node_b, $behind_s, 0.5, "node_b's clock is $behind_s s behind");
 my $node_b_standby = 'pgautofailover_standby_'
   . $monitor->safe_psql('pg_auto_failover',
 	q{SELECT nodeid FROM pgautofailover.node WHERE nodename = 'node_b'});
@@ -354,12 +325,7 @@ like($lease_worker, qr/^12[67]$/, 'node_a leases a worker id for a minute');
 
 my $dir = PostgreSQL::Test::Utils::tempdir();
 my $streamers = 2;
-my @runs = (SnowflakeTest::start_psql($node_a, $dir, 'insert', '-c', 'CALL generate(1)'));
-# Streams through a cursor, so IDs reach the client while they are made.
-push @runs,
-  SnowflakeTest::start_psql($node_a, $dir, "stream_$_", '-v', 'FETCH_COUNT=1000', '-c',
-	'SELECT snowflake_nextval() FROM (SELECT generate_series(1, 1000000000)) AS g')
-  for 1 .. $streamers;
+my @runs = SnowflakeStandby::start_load($node_a, $dir, inserters => 1, streamers => $streamers);
 ok( $node_a->poll_query_until(
 		'postgres', 'SELECT count(*) >= 20000 FROM ids'),
 	'sessions commit rows on node_a');
@@ -381,27 +347,8 @@ ok(!$_->finish, 'a generating psql ended with node_a') for @runs;
 
 # The IDs each stream saw, in order (whole lines only).
 my $streamed_file = "$dir/streamed.txt";
-my ($streamed, $max_streamed) = (0, 0);
-open my $all, '>', $streamed_file or die "could not write $streamed_file: $!";
-for my $s (1 .. $streamers)
-{
-	my ($count, $decreases, $prev) = (0, 0, 0);
-	open my $in, '<', "$dir/stream_$s.out" or die "could not read stream $s: $!";
-	while (my $line = <$in>)
-	{
-		next unless $line =~ /^(\d+)\n\z/;
-		$decreases++ if $1 <= $prev;
-		$prev = $1;
-		$count++;
-		print $all $line;
-	}
-	close $in;
-	cmp_ok($count, '>', 0, "stream $s saw IDs from node_a");
-	is($decreases, 0, "stream $s saw strictly increasing IDs ($count)");
-	$streamed += $count;
-	$max_streamed = $prev if $prev > $max_streamed;
-}
-close $all or die "could not close $streamed_file: $!";
+my ($streamed, $max_streamed) = SnowflakeStandby::check_streams($dir, $streamers,
+	nonempty => 'from node_a', into => $streamed_file);
 
 # --- (b) the monitor promotes node_b ------------------------------------------------
 ok(wait_for_states(node_b => 'wait_primary'),
@@ -494,20 +441,7 @@ ok(wait_for_states(node_a => 'secondary', node_b => 'primary'),
 	'node_a\'s pg_autoctl, started again, rejoins as a secondary');
 note show_state();
 is($node_a->safe_psql('postgres', 'SELECT pg_is_in_recovery()'), 't', 'node_a is a standby');
-my ($stdout);
-$ret = $node_a->psql(
-	'postgres', q(
-\set VERBOSITY verbose
-SELECT snowflake_nextval();
-),
-	stdout => \$stdout,
-	stderr => \$stderr);
-isnt($ret, 0, 'snowflake_nextval() fails on node_a');
-is($stdout, '', 'node_a issues no ID');
-like(
-	$stderr,
-	qr/\bERROR:  25006: cannot generate snowflake IDs during recovery$/m,
-	'SQLSTATE 25006 and the documented message');
+SnowflakeStandby::check_nextval_refused($node_a, 'on node_a', 'node_a issues no ID');
 ($ret, $out, $err) = $node_a->psql('postgres',
 	q{SELECT * FROM snowflake_lease_worker('on node_a', interval '1 minute')});
 like($err, qr/ERROR:  cannot lease snowflake worker ids during recovery/,

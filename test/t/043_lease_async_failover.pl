@@ -13,23 +13,12 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SnowflakeStandby;
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'snowflake'
-snowflake.lease_workers = 4
-});
-$primary->start;
-$primary->safe_psql('postgres', 'CREATE EXTENSION snowflake');
-$primary->backup('backup');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'backup', has_streaming => 1);
-$standby->start;
-# The second standby of the old primary, promoted at the end.
-my $late = PostgreSQL::Test::Cluster->new('late');
-$late->init_from_backup($primary, 'backup', has_streaming => 1);
-$late->start;
+# "late": the second standby of the old primary, promoted at the end.
+my ($primary, $standby, $late) = SnowflakeStandby::primary_with_standbys(
+	settings => { 'snowflake.lease_workers' => 4 },
+	standbys => [ 'standby', 'late' ]);
 
 # The Unix millisecond by a node's clock.
 sub now_ms
@@ -129,7 +118,7 @@ $late->stop;
 # A restored base backup keeps timeline 1, and lacks every grant made after
 # the copy (here X, A and all the rest): its tokens lie above them too.
 my $restored = PostgreSQL::Test::Cluster->new('restored');
-$restored->init_from_backup($primary, 'backup');
+$restored->init_from_backup($primary, 'base');
 $restored->start;
 is($restored->safe_psql('postgres', $timeline), '1', 'a restored backup runs on timeline 1');
 my (undef, $f_token) = split /\|/, $restored->safe_psql('postgres', sprintf($grant, 'F'));

@@ -34,21 +34,18 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeTest;
+use SnowflakeRegistryPeer;
 
-my $node = PostgreSQL::Test::Cluster->new('registry_attacks');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q(
-shared_preload_libraries = 'snowflake'
-snowflake.registry_interval = 200
-snowflake.on_node_collision = error
-max_worker_processes = 24
-max_prepared_transactions = 2
-snowflake.lease_workers = 4
-# "registering/unregistering background worker": each probe in the log.
-log_min_messages = debug1
-));
-$node->start;
+# log_min_messages = debug1: "registering/unregistering background
+# worker", each probe in the log.
+my $node = SnowflakeRegistryPeer::registry_node(
+	'registry_attacks',
+	{
+		max_worker_processes => 24,
+		max_prepared_transactions => 2,
+		'snowflake.lease_workers' => 4,
+		log_min_messages => 'debug1'
+	});
 $node->safe_psql('postgres', 'CREATE ROLE mallory LOGIN CREATEDB');
 $node->safe_psql('postgres', 'CREATE DATABASE app OWNER mallory');
 $node->safe_psql($_, 'CREATE EXTENSION snowflake') for 'postgres', 'app';
@@ -111,6 +108,17 @@ sub nextval
 	return $ret == 0 ? $stdout : $stderr;
 }
 
+# Waits until one registry runs in $db (one other than $old_pid, if given).
+sub wait_registry
+{
+	my ($db, $old_pid) = @_;
+	my $other = defined $old_pid ? "AND pid <> $old_pid" : '';
+	return $node->poll_query_until(
+		'postgres', qq{
+SELECT count(*) = 1 FROM pg_stat_activity
+ WHERE backend_type = 'snowflake registry' AND datname = '$db' $other});
+}
+
 # Waits until app's registry has completed rounds for 2 s after now.
 sub wait_rounds_past_now
 {
@@ -120,33 +128,30 @@ sub wait_rounds_past_now
 SELECT registry_last_round > '$now'::timestamptz + interval '2 s' FROM snowflake_status()});
 }
 
-my $blocked = qr/ERROR:  snowflake node_id 0 is also used by another running instance/;
-my $warned = qr/WARNING:  snowflake node_id 0 is also used by another running instance/;
+my $blocked = qr/ERROR:  \Q$SnowflakeRegistryPeer::collision\E/;
+my $warned = qr/WARNING:  \Q$SnowflakeRegistryPeer::collision\E/;
 
-my $peer = '00000000-0000-4000-8000-000000000001';
+# The registry of app, which was $old_pid, runs again ($restarted) and
+# completes rounds, and the collision stands: no round since the log's
+# $offset found the peer afresh ($not_cleared).
+sub check_restarted_with_finding
+{
+	my ($old_pid, $offset, $restarted, $not_cleared) = @_;
+	ok(wait_registry('app', $old_pid), $restarted);
+	ok(wait_rounds_past_now(), 'and completes rounds');
+	is(status('node_collision'), 't', 'the collision still stands');
+	unlike(slurp_file($node->logfile, $offset), $warned, $not_cleared);
+	return;
+}
 
 # Puts a running peer with this node_id into app's snowflake_nodes: its row,
 # and a session ($name) that adds a beat every 50 ms, as replication would.
 sub start_peer
 {
 	my ($name) = @_;
-	$node->safe_psql(
-		'app', qq{
-DELETE FROM snowflake_nodes WHERE instance_id = '$peer';
-INSERT INTO snowflake_nodes (node_id, instance_id, system_identifier, timeline, host,
-                             port, data_directory, started_at, last_seen, beats)
-VALUES (0, '$peer', '1', 1, 'elsewhere', 5432, '/elsewhere', now(), now(), 1)});
-	background(
-		$name, 'app', $superuser, qq{
-DO \$\$
-BEGIN
-    FOR i IN 1 .. 100000 LOOP
-        UPDATE snowflake_nodes SET beats = beats + 1 WHERE instance_id = '$peer';
-        COMMIT;
-        PERFORM pg_sleep(0.05);
-    END LOOP;
-END
-\$\$});
+	$node->safe_psql('app', SnowflakeRegistryPeer::insert_sql());
+	background($name, 'app', $superuser,
+		SnowflakeRegistryPeer::beat_sql(beats => 100000, every => 0.05));
 	return;
 }
 
@@ -202,14 +207,7 @@ $offset = -s $node->logfile;
 like($stderr, qr/ERROR:  database "app" is being accessed by other users/,
 	"a superuser's DROP DATABASE app fails while a session is connected to it");
 is(status('node_collision'), 't', 'the collision stands once the DROP failed');
-ok( $node->poll_query_until(
-		'postgres', qq{
-SELECT count(*) = 1 FROM pg_stat_activity
- WHERE backend_type = 'snowflake registry' AND datname = 'app' AND pid <> $pid}),
-	'the registry of app is started again');
-ok(wait_rounds_past_now(), 'and completes rounds');
-is(status('node_collision'), 't', 'the collision still stands');
-unlike(slurp_file($node->logfile, $offset), $warned,
+check_restarted_with_finding($pid, $offset, 'the registry of app is started again',
 	'no round cleared it: the peer was never found afresh');
 like(nextval(), $blocked, 'IDs are still refused');
 finish('holder');
@@ -246,30 +244,21 @@ like($stderr, qr/ERROR:  database "app" is watched by a snowflake node registry/
 ok(wait_rounds_past_now(), 'its registry completes rounds');
 is(registry_pid('app'), $pid, 'and was not stopped');
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
-ok( $node->poll_query_until(
-		'postgres', qq{
-SELECT count(*) = 1 FROM pg_stat_activity
- WHERE backend_type = 'snowflake registry' AND datname = 'app' AND pid <> $pid}),
+ok(wait_registry('app', $pid),
 	'a template keeps its registry: it is started again when it exits');
 is(status('node_collision'), 't', 'with its finding');
 
 $node->safe_psql('postgres', 'ALTER DATABASE app ALLOW_CONNECTIONS false');
 $pid = registry_pid('app');
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
-ok( $node->poll_query_until(
-		'postgres', qq{
-SELECT count(*) = 1 FROM pg_stat_activity
- WHERE backend_type = 'snowflake registry' AND datname = 'app' AND pid <> $pid}),
+ok(wait_registry('app', $pid),
 	'so does a database that refuses connections');
 $node->safe_psql('postgres', 'ALTER DATABASE app ALLOW_CONNECTIONS true');
 
 # After a restart the launcher's scan skips a template: the first ID starts it.
 finish('peer');
 $node->restart;
-ok( $node->poll_query_until(
-		'postgres', q{
-SELECT count(*) = 1 FROM pg_stat_activity
- WHERE backend_type = 'snowflake registry' AND datname = 'postgres'}),
+ok(wait_registry('postgres'),
 	'after a restart the registry of postgres runs');
 is(registry_pid('app'), '0', 'the scan starts none in the template app');
 like(
@@ -278,10 +267,7 @@ like(
 	'no ID in a template, where no registry runs');
 $node->safe_psql('postgres', 'ALTER DATABASE app IS_TEMPLATE false');
 is(nextval(), 't', 'an ID in app once it is no template');
-ok( $node->poll_query_until(
-		'postgres', q{
-SELECT count(*) = 1 FROM pg_stat_activity
- WHERE backend_type = 'snowflake registry' AND datname = 'app'}),
+ok(wait_registry('app'),
 	'and app has its registry');
 
 # The extension in template1, so that new databases get it: a plain role's
@@ -298,10 +284,7 @@ like($t1_err, qr/ERROR:  snowflake does not issue IDs or leases in template data
 like($t1_err, qr/ERROR:  snowflake does not issue IDs or leases in template database "template1"/,
 	'nor a lease, even to a superuser');
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
-ok( $node->poll_query_until(
-		'postgres', q{
-SELECT count(*) = 1 FROM pg_stat_activity
- WHERE backend_type = 'snowflake registry' AND datname = 'fresh'}),
+ok(wait_registry('fresh'),
 	'a database created from template1 gets a registry');
 is(registry_pid('template1'), '0', 'template1 has none');
 my ($copy_ret, $copy_out, $copy_err) =
@@ -328,10 +311,7 @@ for my $i (1, 2)
 wait_sleeping("rename$_") for 1, 2;
 $node->safe_psql('postgres', 'CREATE DATABASE newapp');
 $node->safe_psql('newapp', 'CREATE EXTENSION snowflake');
-ok( $node->poll_query_until(
-		'postgres', q{
-SELECT count(*) = 1 FROM pg_stat_activity
- WHERE backend_type = 'snowflake registry' AND datname = 'newapp'}),
+ok(wait_registry('newapp'),
 	'a new database with the extension gets its registry');
 ok( $node->poll_query_until(
 		'postgres', q{SELECT registry_problem ~ 'database "w1": ' AND registry_problem ~ 'database "w2": '
@@ -353,10 +333,7 @@ $node->safe_psql('twopc',
 	"BEGIN; CREATE EXTENSION snowflake; PREPARE TRANSACTION 'x'");
 $node->safe_psql('twopc', "COMMIT PREPARED 'x'");
 is(nextval('twopc'), 't', 'an ID in twopc');
-ok( $node->poll_query_until(
-		'postgres', q{
-SELECT count(*) = 1 FROM pg_stat_activity
- WHERE backend_type = 'snowflake registry' AND datname = 'twopc'}),
+ok(wait_registry('twopc'),
 	'the first ID starts the registry of a database whose CREATE EXTENSION was prepared');
 
 # --- 6. named mode: a restarted registry keeps the finding -----------------------
@@ -369,14 +346,7 @@ ok($node->poll_query_until('postgres', 'SELECT node_collision FROM snowflake_sta
 $pid = registry_pid('app');
 $offset = -s $node->logfile;
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
-ok( $node->poll_query_until(
-		'postgres', qq{
-SELECT count(*) = 1 FROM pg_stat_activity
- WHERE backend_type = 'snowflake registry' AND datname = 'app' AND pid <> $pid}),
-	'the static registry is restarted');
-ok(wait_rounds_past_now(), 'and completes rounds');
-is(status('node_collision'), 't', 'the collision still stands');
-unlike(slurp_file($node->logfile, $offset), $warned,
+check_restarted_with_finding($pid, $offset, 'the static registry is restarted',
 	'no first round cleared it: the peer was never found afresh');
 finish('peer2');
 
