@@ -237,7 +237,8 @@ $insert RETURNING id;),
 }
 
 # Both nodes hold the same rows of @tables after catch-up, and the IDs of
-# the rows $where selects decode to the node in "origin".
+# the rows $where selects decode to the node in "origin" (no decode check
+# when $where is undef: serial keys are not snowflake IDs).
 sub check_tables
 {
 	my ($self, $what, $where, @tables) = @_;
@@ -247,6 +248,7 @@ sub check_tables
 	{
 		my $one = digest($node1, $table);
 		is(digest($node2, $table), $one, "$what: $table is identical on both nodes ($one)");
+		next unless defined $where;
 		is( $_->safe_psql(
 				$db, qq{
 SELECT count(*) FROM $table AS t, snowflake_decode(t.id) AS d
