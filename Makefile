@@ -6,7 +6,8 @@
 #                          temporary cluster (run as a non-root user)
 #   make unittest          the C++ core's unit tests, no server needed
 #   make unittest-sanitize the same under AddressSanitizer and UBSan
-#   make corefence         proves that src/core cannot include a server header
+#   make corefence         proves that src/core cannot include a server header,
+#                          and that src/pg holds no object with a destructor
 #
 # Options (make VAR=1):
 #   ERROR_ON_WARNING=1     compile with -Werror (the test suite and CI do)
@@ -162,6 +163,45 @@ lease-client-test: test/unit/lease_client_test
 # second check refuses any include in src/core but a core header or a
 # standard one, so no path around the include path (say <postgresql/...>)
 # slips in.
+#
+# Then the other side: no frame in src/pg holds an object with a
+# destructor, which an ereport(ERROR) longjmp would skip (docs/design.md,
+# "The C++ boundary").  Each core type has a static_assert that it is
+# trivially destructible.  For src/pg's own code corefence refuses
+# 1. a standard header that declares an owning type (string, container,
+#    smart pointer, std::function, lock, thread, stream), reached by a
+#    src/pg file directly or through other headers, as the preprocessor
+#    lists them with the build's flags ($(CXX) -M).  However the type is
+#    then spelt, its header is there.  A header that brings one along
+#    (<iterator>, <random>) is refused too;
+# 2. in src/pg's text without comments ($(CXX) -fpreprocessed -E), with
+#    file and line: those types, and the functions that return one, after
+#    std::; "using namespace std" or an alias of std; a destructor.  (A
+#    string literal that names one is refused too: rephrase it.)
+# A class of src/pg's own with a member of such a type fails 1 or 2.
+# test/unit/pg_fence_probe.cpp shows that both checks see what they refuse.
+# The owning types' headers (libstdc++ keeps the types in bits/), the names
+# refused after std::, and the other forms refused by 2.
+OWNING_STD_HEADERS = string vector deque list forward_list map set unordered_map \
+	unordered_set queue stack memory functional any mutex shared_mutex thread future \
+	condition_variable ios iostream istream ostream sstream fstream regex filesystem \
+	locale syncstream basic_string.h stl_vector.h stl_deque.h stl_list.h stl_tree.h \
+	hashtable.h unique_ptr.h shared_ptr.h std_function.h std_mutex.h std_thread.h ios_base.h
+OWNING_STD_NAMES = basic_string string wstring u8string u16string u32string vector deque \
+	list forward_list map multimap set multiset unordered_map unordered_multimap \
+	unordered_set unordered_multiset priority_queue queue stack unique_ptr shared_ptr \
+	weak_ptr make_unique make_shared allocate_shared function any mutex recursive_mutex \
+	timed_mutex shared_mutex lock_guard unique_lock scoped_lock shared_lock \
+	condition_variable thread jthread async future shared_future promise packaged_task \
+	basic_[a-z]*(stream|buf) [io]?stringstream [io]?fstream [io]stream stringbuf filebuf \
+	cin cout cerr clog wcout wcerr regex locale filesystem pmr to_string to_wstring getline
+fence_empty :=
+fence_space := $(fence_empty) $(fence_empty)
+fence_alternatives = ($(subst $(fence_space),|,$(strip $(1))))
+fence_end = ([^A-Za-z0-9_]|$$)
+OWNING_HEADERS_RE = /c\+\+/[^/]+/(bits/)?$(call fence_alternatives,$(OWNING_STD_HEADERS))$$
+OWNING_USES_RE = std[[:space:]]*::[[:space:]]*(__cxx11[[:space:]]*::[[:space:]]*)?$(call \
+	fence_alternatives,$(OWNING_STD_NAMES))$(fence_end)|using[[:space:]]+namespace[[:space:]]+(::)?std$(fence_end)|namespace[[:space:]]+[A-Za-z_][A-Za-z0-9_]*[[:space:]]*=[[:space:]]*(::)?std$(fence_end)|~[[:space:]]*[A-Za-z_][A-Za-z0-9_]*[[:space:]]*\([[:space:]]*(void)?[[:space:]]*\)
 corefence:
 	@if $(CXX) -std=c++17 $(CORE_CPPFLAGS) -fsyntax-only test/unit/fence_probe.cpp \
 			>fence_probe.log 2>&1; then \
@@ -175,5 +215,27 @@ corefence:
 		exit 1; \
 	fi
 	@echo "corefence: ok, src/core cannot include PostgreSQL headers"
+	@headers() { deps=$$($(CXX) $(filter-out -MMD -MP,$(CXXFLAGS)) $(CPPFLAGS) \
+			-DSNOWFLAKE_LIBRARY_VERSION='""' -M "$$1") || exit 2; \
+		printf '%s\n' "$$deps" | tr ' \\' '\n\n' | grep -E '$(OWNING_HEADERS_RE)' | sort -u; }; \
+	uses() { text=$$($(CXX) -std=c++17 -fpreprocessed -dD -w -E "$$1") || exit 2; \
+		printf '%s\n' "$$text" | awk -v f="$$1" '/^# [0-9]+ "/ { n = $$2 - 1; next } \
+			{ print "corefence: " f ":" ++n ": " $$0 }' | grep -E '$(OWNING_USES_RE)'; }; \
+	probe=test/unit/pg_fence_probe.cpp; \
+	hit=$$(headers $$probe) || exit 1; \
+	[ -n "$$hit" ] || { echo "corefence: the header check misses <string> in $$probe" >&2; exit 1; }; \
+	want=$$(grep -c '/\* refused \*/' $$probe); got=$$(uses $$probe | wc -l); \
+	[ "$$got" = "$$want" ] || { echo "corefence: the name check reports $$got lines" \
+		"of $$probe, not its $$want refused ones" >&2; exit 1; }; \
+	bad=0; for f in $(PG_OBJS:.o=.cpp); do \
+		hit=$$(headers $$f) || exit 1; \
+		[ -z "$$hit" ] || { echo "corefence: $$f reaches" $$hit >&2; bad=1; }; \
+	done; \
+	for f in $(sort $(wildcard src/pg/*.[ch]pp src/pg/*/*.[ch]pp)); do \
+		if uses $$f >&2; then bad=1; fi; \
+	done; \
+	[ $$bad = 0 ] || { echo "corefence: src/pg must hold no object with a destructor" \
+		"(docs/design.md, \"The C++ boundary\")" >&2; exit 1; }
+	@echo "corefence: ok, src/pg names no type with a destructor"
 
 .PHONY: unittest unittest-sanitize corefence installcheck-one-slot

@@ -2,8 +2,8 @@
 # The INSERT benchmark: what users compare ID schemes on.  One command, run
 # as root; prints one results table measured in this run, writes the
 # results as TSV and plots them.  See docs/benchmarks.md ("INSERT workload:
-# snowflake vs bigserial vs UUID") for what it measures, how, and how to
-# read it.
+# snowflake vs bigserial vs UUID") for the latest results and how to read
+# them, docs/benchmarks-archive.md for what it measures and how.
 #
 #   bash bench/insert.sh [VERSION]
 #

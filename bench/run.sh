@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The snowflake benchmark: one command, run as root, prints one results
-# table measured in this run.  See docs/benchmarks.md for what each part
-# measures, how, and how to read it.
+# table measured in this run.  docs/benchmarks.md has the latest results,
+# docs/benchmarks-archive.md what each part measures, how, and earlier runs.
 #
 #   bash bench/run.sh [VERSION]
 #

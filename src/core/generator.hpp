@@ -39,6 +39,7 @@
 #define SNOWFLAKE_CORE_GENERATOR_HPP
 
 #include <cstdint>
+#include <type_traits>
 
 #include "layout.hpp"
 
@@ -55,6 +56,10 @@ struct Mark
 			(timestamp == o.timestamp && sequence < o.sequence);
 	}
 };
+
+/* See layout.hpp: no core type has a destructor. */
+static_assert(std::is_trivially_destructible_v<Mark>,
+			  "src/pg keeps Mark on frames that ereport(ERROR) leaves by longjmp");
 
 /* The mark that makes the first ID (floor_timestamp, 0). */
 inline Mark
@@ -204,6 +209,10 @@ private:
 	int64_t		max_drift_ms_ = 0;
 };
 
+static_assert(std::is_trivially_destructible_v<SlotGenerator>,
+			  "src/pg keeps a SlotGenerator in a static, and core types are plain "
+			  "data (src/core/README.md)");
+
 /*
  * A SlotGenerator with a cell of its own, for a worker id that one process
  * owns: the same algorithm, no atomics.
@@ -248,6 +257,10 @@ private:
 	SlotGenerator rules_;
 	OwnCell		cell_{0};
 };
+
+static_assert(std::is_trivially_destructible_v<Generator>,
+			  "the core's types are plain data (src/core/README.md), so src/pg may "
+			  "keep any of them where ereport(ERROR) can longjmp");
 
 }							/* namespace snowflake */
 

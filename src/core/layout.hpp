@@ -17,6 +17,7 @@
 #define SNOWFLAKE_CORE_LAYOUT_HPP
 
 #include <cstdint>
+#include <type_traits>
 
 namespace snowflake {
 
@@ -48,6 +49,15 @@ struct IdParts
 	uint32_t	worker_id;
 	uint32_t	sequence;
 };
+
+/*
+ * No core type has a destructor: src/pg keeps them on frames that an
+ * ereport(ERROR) longjmp leaves without running one, in palloc'd memory,
+ * freed without running one, and in statics.  Each type says so here, so
+ * that a member with a destructor (a std::string, say) fails the build.
+ */
+static_assert(std::is_trivially_destructible_v<IdParts>,
+			  "src/pg keeps IdParts on frames that ereport(ERROR) leaves by longjmp");
 
 struct Layout
 {
@@ -90,6 +100,10 @@ private:
 		return static_cast<uint32_t>((uint64_t{1} << bits) - 1);
 	}
 };
+
+static_assert(std::is_trivially_destructible_v<Layout>,
+			  "src/pg keeps Layout in its settings and on frames that ereport(ERROR) "
+			  "leaves by longjmp");
 
 /* Checks the field widths: they must fit 63 bits and leave the timestamp 31. */
 WidthProblem CheckWidths(const Layout &layout);

@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "layout.hpp"
 
@@ -44,6 +45,11 @@ struct LeaseHistory
 	int64_t		free_since_ms;	/* release time, else not_after */
 };
 
+/* See layout.hpp: no core type has a destructor. */
+static_assert(std::is_trivially_destructible_v<LeaseHistory>,
+			  "src/pg keeps LeaseHistory in palloc'd arrays and on frames that "
+			  "ereport(ERROR) leaves by longjmp");
+
 /*
  * The not_before of the worker id's next holder: above everything its
  * previous holder could have issued, and above "floor_minus_1", the last
@@ -64,6 +70,9 @@ struct LeaseChoice
 	int64_t		not_before_ms;	/* kChosen: its not_before; kAllWaitTooLong:
 								 * the nearest one */
 };
+
+static_assert(std::is_trivially_destructible_v<LeaseChoice>,
+			  "src/pg keeps LeaseChoice on frames that ereport(ERROR) leaves by longjmp");
 
 /*
  * Picks the worker id a grant takes among "count" histories: never-leased

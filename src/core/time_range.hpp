@@ -20,6 +20,7 @@
 #define SNOWFLAKE_CORE_TIME_RANGE_HPP
 
 #include <cstdint>
+#include <type_traits>
 
 #include "layout.hpp"
 
@@ -30,6 +31,11 @@ struct LayoutSegment
 	int64_t		first_id;
 	Layout		layout;
 };
+
+/* See layout.hpp: no core type has a destructor. */
+static_assert(std::is_trivially_destructible_v<LayoutSegment>,
+			  "src/pg keeps LayoutSegment in its static layout history and hands it "
+			  "to frames that ereport(ERROR) leaves by longjmp");
 
 /*
  * The smallest non-negative ID whose Unix millisecond is at least
