@@ -80,7 +80,7 @@ fi
 export SNOWFLAKE_WORKDIR=/tmp/sf-bench
 # shellcheck source=test/tester-env.sh
 . "$top/test/tester-env.sh"
-trap bench_cleanup EXIT
+cluster_on_exit bench_cleanup
 
 # A private copy of PostgreSQL: see bench/lib.sh.
 bench_copy_postgres /tmp/sf-bench-pg
@@ -126,10 +126,10 @@ bench_clusters_dir /tmp/sf-bench-clusters
 
 port_b=$(free_port 54320)
 note "starting cluster B (snowflake.max_drift = 60000) on port $port_b"
-start_cluster B "$port_b" snowflake "snowflake.max_drift = 60000"
+bench_start B "$port_b" snowflake "snowflake.max_drift = 60000"
 port_a=$(free_port $((port_b + 1)))
 note "starting cluster A (default settings) on port $port_a"
-start_cluster A "$port_a" snowflake
+bench_start A "$port_a" snowflake
 sql "$port_b" -c "CREATE EXTENSION snowflake"
 sql "$port_a" -c "CREATE EXTENSION snowflake"
 sql "$port_b" -f "$SNOWFLAKE_WORKDIR/bench/sql/setup.sql"
@@ -139,7 +139,7 @@ if [ -n "$BASE_COMMIT" ]; then
 	# the start time + max_drift, so part 6's sessions wait for headroom.
 	port_c=$(free_port $((port_a + 1)))
 	note "starting cluster C ($base_rev, snowflake.max_drift = 60000) on port $port_c"
-	start_cluster C "$port_c" snowflake_base "snowflake.max_drift = 60000"
+	bench_start C "$port_c" snowflake_base "snowflake.max_drift = 60000"
 	sql "$port_c" -f "$base_dir/install.sql"
 	sql "$port_c" -f "$SNOWFLAKE_WORKDIR/bench/sql/setup.sql"
 fi
