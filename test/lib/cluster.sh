@@ -15,7 +15,7 @@
 #                          postgres unless -U), append to its
 #                          postgresql.conf a Unix socket in CLUSTER_ROOT, no
 #                          TCP (listen_addresses = ''), the port (PORT, else
-#                          free_port's) and then the caller's LINEs
+#                          a free one) and then the caller's LINEs
 #                          (shared_preload_libraries, snowflake.*, ...), and
 #                          start it (log CLUSTER_ROOT/NAME.log).  Prints the
 #                          log and fails if it does not start.  May run in
@@ -25,10 +25,11 @@
 #   free_port [FROM]       the first port from FROM (default 54320) that no
 #                          TCP socket and no PostgreSQL Unix socket on the
 #                          machine uses and no cluster of CLUSTER_ROOT has
-#                          taken, reserved for the caller.  (Each script's
-#                          sockets are in its own directory, so two scripts
-#                          that start at the same moment and take the same
-#                          port do not clash either.)
+#                          taken, reserved for the caller; start_cluster
+#                          starts from a random port in 54320-55319.  (Each
+#                          script's sockets are in its own directory, so
+#                          two scripts that still pick the same port at the
+#                          same moment do not clash either.)
 #   cluster_as_owner CMD   runs CMD as the clusters' OS user
 #   cluster_on_exit CMD    the EXIT trap runs CMD too, after stopping the
 #                          clusters and before removing the directory (a
@@ -106,14 +107,17 @@ start_cluster() {
 	shift $((OPTIND - 1))
 	local name=$1 data="$CLUSTER_ROOT/$1" log="$CLUSTER_ROOT/$1.log"
 	shift
-	if [ -z "$port" ]; then
-		port=$(free_port 54320) || return 1
-	else
-		: >"$CLUSTER_ROOT/.port.$port"
-	fi
 	cluster_as_owner initdb -D "$data" -A trust -U "$superuser" --no-sync "${initdb_args[@]}" \
 		>"$CLUSTER_ROOT/$name.initdb.log" 2>&1 ||
 		{ cat "$CLUSTER_ROOT/$name.initdb.log"; return 1; }
+	# The port is taken just before the start, from a random point, so
+	# that scripts starting clusters at the same moment seldom pick the
+	# same one.
+	if [ -z "$port" ]; then
+		port=$(free_port $((54320 + RANDOM % 1000))) || return 1
+	else
+		: >"$CLUSTER_ROOT/.port.$port"
+	fi
 	{
 		echo "listen_addresses = ''"
 		echo "unix_socket_directories = '$CLUSTER_ROOT'"
