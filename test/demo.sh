@@ -12,13 +12,13 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/test/tester-env.sh"
 prepare_and_install "$top"
 
+# shellcheck source=test/lib/cluster.sh
+. "$top/test/lib/cluster.sh"
 demo=${SNOWFLAKE_DEMO_DIR:-/tmp/snowflake-demo}
 # The last demo's cluster, if it still runs, stops; its directory goes.
 if [ -f "$demo/data/postmaster.pid" ]; then
-	runuser -u "$SNOWFLAKE_TEST_USER" -- "$PG_BINDIR/pg_ctl" -D "$demo/data" -m fast stop >/dev/null || true
+	cluster_as_owner pg_ctl -D "$demo/data" -m fast stop >/dev/null || true
 fi
-# shellcheck source=test/lib/cluster.sh
-. "$top/test/lib/cluster.sh"
 cluster_init "$demo"
 # A demo that fails stops its cluster and keeps its log (data.log); one
 # that succeeds leaves it running.
