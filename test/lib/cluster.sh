@@ -20,8 +20,8 @@
 #                          start it (log CLUSTER_ROOT/NAME.log).  Prints the
 #                          log and fails if it does not start.  May run in
 #                          the background (&) beside another.
-#   cluster_port NAME      the port of a running cluster
-#   cluster_env NAME       exports PGHOST and PGPORT for it
+#   cluster_port NAME      the port of a running cluster (its host, the
+#                          socket directory, is CLUSTER_ROOT)
 #   free_port [FROM]       the first port from FROM (default 54320) that no
 #                          TCP socket and no PostgreSQL Unix socket on the
 #                          machine uses and no cluster of CLUSTER_ROOT has
@@ -131,12 +131,6 @@ start_cluster() {
 # Line 4 of postmaster.pid is the port.
 cluster_port() {
 	sed -n 4p "$CLUSTER_ROOT/$1/postmaster.pid"
-}
-
-cluster_env() {
-	PGHOST=$CLUSTER_ROOT
-	PGPORT=$(cluster_port "$1")
-	export PGHOST PGPORT
 }
 
 cluster_on_exit() {
