@@ -33,7 +33,7 @@ bench_pg_version "${1:-}"
 export SNOWFLAKE_WORKDIR=/tmp/sf-bench-batch
 # shellcheck source=test/tester-env.sh
 . "$top/test/tester-env.sh"
-trap bench_cleanup EXIT
+cluster_on_exit bench_cleanup
 bench_copy_postgres /tmp/sf-bench-batch-pg
 
 bench_build_with_noop "$top"
@@ -41,7 +41,7 @@ bench_build_with_noop "$top"
 bench_clusters_dir /tmp/sf-bench-batch-clusters
 port=$(free_port 54340)
 note "starting a cluster (snowflake.max_drift = 60000) on port $port"
-start_cluster batch "$port" snowflake "snowflake.max_drift = 60000"
+bench_start batch "$port" snowflake "snowflake.max_drift = 60000"
 sql "$port" -c "CREATE EXTENSION snowflake"
 sql "$port" -f "$SNOWFLAKE_WORKDIR/bench/sql/setup.sql"
 sql "$port" -f "$SNOWFLAKE_WORKDIR/bench/sql/batch.sql"

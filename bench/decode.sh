@@ -52,7 +52,7 @@ bench_pg_version "${1:-}"
 export SNOWFLAKE_WORKDIR=/tmp/sf-bench-decode
 # shellcheck source=test/tester-env.sh
 . "$top/test/tester-env.sh"
-trap bench_cleanup EXIT
+cluster_on_exit bench_cleanup
 bench_copy_postgres /tmp/sf-bench-decode-pg
 
 bench_build_with_noop "$top"
@@ -60,7 +60,7 @@ bench_build_with_noop "$top"
 bench_clusters_dir /tmp/sf-bench-decode-clusters
 port=$(free_port 54360)
 note "starting a cluster on port $port"
-start_cluster decode "$port" snowflake
+bench_start decode "$port" snowflake
 sql "$port" -c "CREATE EXTENSION snowflake"
 sql "$port" -f "$SNOWFLAKE_WORKDIR/bench/sql/setup.sql" >/dev/null
 sql "$port" -f "$SNOWFLAKE_WORKDIR/bench/sql/decode.sql" >/dev/null

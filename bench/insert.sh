@@ -133,7 +133,7 @@ as_tester_nofile() { as_tester bash -c 'ulimit -n "$0" && exec "$@"' "$nofile" "
 export SNOWFLAKE_WORKDIR=$WORKDIR
 # shellcheck source=test/tester-env.sh
 . "$top/test/tester-env.sh"
-trap bench_cleanup EXIT
+cluster_on_exit bench_cleanup
 bench_copy_postgres "$TMP_PREFIX-pg"
 
 head_rev=${BENCH_TREE_NAME:-$(git -c safe.directory="$top" -C "$top" describe --always --dirty \
@@ -151,7 +151,7 @@ if [ -n "$SNOWFLAKE_CONF" ]; then
 	conf+=("${extra[@]}")
 fi
 note "starting the cluster on port $port (${conf[*]})"
-start_cluster I "$port" snowflake "${conf[@]}"
+bench_start I "$port" snowflake "${conf[@]}"
 sql "$port" -c "CREATE EXTENSION snowflake" -c "CREATE EXTENSION pgstattuple" \
 	-f bench/sql/uuidv7.sql
 # bench_uuidv7() must make what it claims: version 7, variant 10, and the

@@ -40,7 +40,7 @@ bench_pg_version "${1:-}"
 export SNOWFLAKE_WORKDIR=/tmp/sf-bench-lease
 # shellcheck source=test/tester-env.sh
 . "$top/test/tester-env.sh"
-trap bench_cleanup EXIT
+cluster_on_exit bench_cleanup
 bench_copy_postgres /tmp/sf-bench-lease-pg
 
 bench_build_with_noop "$top"
@@ -48,7 +48,7 @@ bench_build_with_noop "$top"
 bench_clusters_dir /tmp/sf-bench-lease-clusters
 port=$(free_port 54350)
 note "starting a cluster (snowflake.lease_workers = 16) on port $port"
-start_cluster lease "$port" snowflake "snowflake.lease_workers = 16" \
+bench_start lease "$port" snowflake "snowflake.lease_workers = 16" \
 	"snowflake.database = 'bench'" "max_connections = 40"
 # The registry worker connects to "bench" once it exists: restart so that
 # it does at once, not at its next retry.

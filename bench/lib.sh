@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# Shared by the benchmark scripts (bench/run.sh, bench/insert.sh); sourced,
-# not run.  The sourcing script sets SNOWFLAKE_WORKDIR, sources
-# test/tester-env.sh and installs bench_cleanup as its EXIT trap; then:
+# Shared by the benchmark scripts (bench/run.sh, bench/insert.sh, ...);
+# sourced, not run.  The sourcing script sets SNOWFLAKE_WORKDIR, sources
+# test/tester-env.sh and registers bench_cleanup (cluster_on_exit
+# bench_cleanup); then:
 #
 #   bench_pg_version [VERSION]   the server version to run against
 #   bench_copy_postgres PREFIX   a private copy of PostgreSQL
 #   bench_build_with_noop TOP    build and install this tree and bench/noop
 #   bench_clusters_dir PREFIX    the directory of the throwaway clusters
-#   free_port, start_cluster, restart_cluster, sql
+#   bench_start, restart_cluster, sql, and test/lib/cluster.sh's free_port
 #   median, calc, fmt, pass_if
 #
-# Everything these create, bench_cleanup stops and removes.
+# Everything these create, the EXIT trap of test/lib/cluster.sh stops and
+# removes (the clusters), then bench_cleanup (the rest).
+
+# shellcheck source=test/lib/cluster.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../test/lib/cluster.sh"
 
 note() { echo "bench: $*" >&2; }
 
@@ -24,15 +29,9 @@ bench_require_root() {
 }
 
 clusters=""
-started=()
 pg_priv=""
+# After the clusters' stop: their programs are in pg_priv.
 bench_cleanup() {
-	local d
-	set +e
-	for d in "${started[@]}"; do
-		as_tester pg_ctl -D "$d" -m fast -w stop >/dev/null 2>&1
-	done
-	[ -n "$clusters" ] && rm -rf "$clusters"
 	[ -n "$pg_priv" ] && rm -rf "$pg_priv"
 	rm -rf "$SNOWFLAKE_WORKDIR"
 }
@@ -104,40 +103,18 @@ bench_build_with_noop() {
 # bench_clusters_dir PREFIX: PREFIX.XXXXXX, the tester's only, for the
 # clusters' data directories, logs and Unix sockets.
 bench_clusters_dir() {
-	clusters=$(mktemp -d "$1.XXXXXX")
-	chown "$SNOWFLAKE_TEST_USER" "$clusters"
-	chmod 700 "$clusters"
+	cluster_init "$1.XXXXXX"
+	clusters=$CLUSTER_ROOT
 }
 
-# A port no TCP socket uses and no socket file in our directory names.
-free_port() {
-	local p
-	for ((p = $1; p < 65000; p++)); do
-		if [ -z "$(ss -Htan "( sport = :$p )" 2>/dev/null)" ] &&
-			[ ! -e "$clusters/.s.PGSQL.$p" ]; then
-			echo "$p"
-			return 0
-		fi
-	done
-	return 1
-}
-
-# start_cluster NAME PORT LIBRARY [extra postgresql.conf lines]
-start_cluster() {
-	local name=$1 port=$2 library=$3 dir="$clusters/$1"
+# bench_start NAME PORT LIBRARY [extra postgresql.conf lines]: a cluster
+# whose superuser is the tester (psql and pgbench need no -U), in UTF8 and
+# the C locale, with a database "bench".
+bench_start() {
+	local name=$1 port=$2 library=$3
 	shift 3
-	as_tester initdb -D "$dir" -A trust -U "$SNOWFLAKE_TEST_USER" -E UTF8 \
-		--locale=C --no-sync >/dev/null
-	{
-		echo "shared_preload_libraries = '$library'"
-		echo "listen_addresses = ''"
-		echo "unix_socket_directories = '$clusters'"
-		echo "port = $port"
-		local line
-		for line in "$@"; do echo "$line"; done
-	} >>"$dir/postgresql.conf"
-	as_tester pg_ctl -D "$dir" -l "$clusters/$name.log" -w -t 60 start >/dev/null
-	started+=("$dir")
+	start_cluster -p "$port" -U "$SNOWFLAKE_TEST_USER" -i -E -i UTF8 -i --locale=C "$name" \
+		"shared_preload_libraries = '$library'" "$@"
 	as_tester createdb -h "$clusters" -p "$port" bench
 }
 

@@ -80,7 +80,7 @@ fi
 export SNOWFLAKE_WORKDIR=/tmp/sf-bench
 # shellcheck source=test/tester-env.sh
 . "$top/test/tester-env.sh"
-trap bench_cleanup EXIT
+cluster_on_exit bench_cleanup
 
 # A private copy of PostgreSQL: see bench/lib.sh.
 bench_copy_postgres /tmp/sf-bench-pg
@@ -106,8 +106,9 @@ if [ -n "$BASE_COMMIT" ]; then
 	base_dir="$SNOWFLAKE_WORKDIR/bench-base"
 	mkdir -p "$base_dir"
 	git_base archive "$base_rev" | tar -x -C "$base_dir"
-	# Its background workers must load its own library, not this tree's.
-	grep -rl 'bgw_library_name, "snowflake"' "$base_dir/src" 2>/dev/null |
+	# Its background workers, if it has any, must load its own library, not
+	# this tree's.  (grep finds nothing in a base without them: no failure.)
+	{ grep -rl 'bgw_library_name, "snowflake"' "$base_dir/src" 2>/dev/null || true; } |
 		xargs -r sed -i 's/bgw_library_name, "snowflake"/bgw_library_name, "snowflake_base"/'
 	chown -R "$SNOWFLAKE_TEST_USER" "$base_dir"
 	as_tester make -s -C bench-base >/dev/null
@@ -126,10 +127,10 @@ bench_clusters_dir /tmp/sf-bench-clusters
 
 port_b=$(free_port 54320)
 note "starting cluster B (snowflake.max_drift = 60000) on port $port_b"
-start_cluster B "$port_b" snowflake "snowflake.max_drift = 60000"
+bench_start B "$port_b" snowflake "snowflake.max_drift = 60000"
 port_a=$(free_port $((port_b + 1)))
 note "starting cluster A (default settings) on port $port_a"
-start_cluster A "$port_a" snowflake
+bench_start A "$port_a" snowflake
 sql "$port_b" -c "CREATE EXTENSION snowflake"
 sql "$port_a" -c "CREATE EXTENSION snowflake"
 sql "$port_b" -f "$SNOWFLAKE_WORKDIR/bench/sql/setup.sql"
@@ -139,7 +140,7 @@ if [ -n "$BASE_COMMIT" ]; then
 	# the start time + max_drift, so part 6's sessions wait for headroom.
 	port_c=$(free_port $((port_a + 1)))
 	note "starting cluster C ($base_rev, snowflake.max_drift = 60000) on port $port_c"
-	start_cluster C "$port_c" snowflake_base "snowflake.max_drift = 60000"
+	bench_start C "$port_c" snowflake_base "snowflake.max_drift = 60000"
 	sql "$port_c" -f "$base_dir/install.sql"
 	sql "$port_c" -f "$SNOWFLAKE_WORKDIR/bench/sql/setup.sql"
 fi

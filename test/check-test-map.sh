@@ -46,29 +46,28 @@ done
 
 # Paths the map names that do not exist.
 gone=0
+# must_exist PATH HOW: a PATH under test/ or bench/ that the map names
+# (HOW: "names PATH", "links to ...") exists.
+must_exist() {
+	case $1 in
+	test/* | bench/*) ;;
+	*) return 0 ;;
+	esac
+	if [ ! -e "$1" ]; then
+		echo "check-test-map: $map $2, which does not exist" >&2
+		gone=$((gone + 1))
+		status=1
+	fi
+}
 while IFS= read -r path; do
 	case $path in
 	*[*?[\ ]*) continue ;;
-	test/* | bench/*) ;;
-	*) continue ;;
 	esac
-	if [ ! -e "$path" ]; then
-		echo "check-test-map: $map names $path, which does not exist" >&2
-		gone=$((gone + 1))
-		status=1
-	fi
+	must_exist "$path" "names $path"
 done <<<"$named"
 while IFS= read -r target; do
 	path=$(realpath -m --relative-to="$top" "test/${target%%#*}")
-	case $path in
-	test/* | bench/*) ;;
-	*) continue ;;
-	esac
-	if [ ! -e "$path" ]; then
-		echo "check-test-map: $map links to $target ($path), which does not exist" >&2
-		gone=$((gone + 1))
-		status=1
-	fi
+	must_exist "$path" "links to $target ($path)"
 done < <(grep -o '](\([^)#:]*\)' "$map" | sed 's/^](//' | sort -u)
 
 if [ "$status" -eq 0 ]; then

@@ -12,29 +12,26 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/test/tester-env.sh"
 prepare_and_install "$top"
 
+# shellcheck source=test/lib/cluster.sh
+. "$top/test/lib/cluster.sh"
 demo=${SNOWFLAKE_DEMO_DIR:-/tmp/snowflake-demo}
-port=${SNOWFLAKE_DEMO_PORT:-5499}
+# The last demo's cluster, if it still runs, stops; its directory goes.
 if [ -f "$demo/data/postmaster.pid" ]; then
-	runuser -u "$SNOWFLAKE_TEST_USER" -- "$PG_BINDIR/pg_ctl" -D "$demo/data" -m fast stop >/dev/null || true
+	cluster_as_owner pg_ctl -D "$demo/data" -m fast stop >/dev/null || true
 fi
-rm -rf "$demo"
-mkdir -p "$demo"
-chown "$SNOWFLAKE_TEST_USER" "$demo"
-
-as_tester "$PG_BINDIR/initdb" -D "$demo/data" -A trust -U postgres >/dev/null
-cat >> "$demo/data/postgresql.conf" <<CONF
-shared_preload_libraries = 'snowflake'
-listen_addresses = ''
-unix_socket_directories = '$demo'
-port = $port
+cluster_init "$demo"
+# A demo that fails stops its cluster and keeps its log (data.log); one
+# that succeeds leaves it running.
+cluster_keep=dir
 # A round of the node registry every second instead of every 10 s, so that
-# the status below shows the round that follows CREATE EXTENSION.
-snowflake.registry_interval = '1s'
-# Worker ids 124 to 127 are leased to application-side generators
+# the status below shows the round that follows CREATE EXTENSION.  Worker
+# ids 124 to 127 are leased to application-side generators
 # (docs/leases.md); sessions attach to 0 to 123.
-snowflake.lease_workers = 4
-CONF
-as_tester "$PG_BINDIR/pg_ctl" -D "$demo/data" -l "$demo/server.log" -w start >/dev/null
+start_cluster ${SNOWFLAKE_DEMO_PORT:+-p "$SNOWFLAKE_DEMO_PORT"} data \
+	"shared_preload_libraries = 'snowflake'" \
+	"snowflake.registry_interval = '1s'" \
+	"snowflake.lease_workers = 4"
+port=$(cluster_port data)
 
 # In a database of its own, as the README's quick start: the node registry
 # follows the extension there.
@@ -74,6 +71,7 @@ $$;
 \x on
 SELECT * FROM snowflake_status();
 SQL
+cluster_keep=running
 
 cat <<EOF
 

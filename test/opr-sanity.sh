@@ -61,7 +61,9 @@ make -s -C "$work/lib" PG_CONFIG="$pg_config" with_llvm=no >"$work/lib/build.log
 # enum test leaves one (else opr_sanity finds enum_in and enum_out to be
 # functions of cstring that no type uses).  Then a check that the extension
 # is there, so that a pass is not a pass without it.
-cat >"$work/sql/opr_sanity_setup.sql" <<'EOF'
+# The expected output is the script with each query's result after it.
+setup_head=$(
+	cat <<'EOF'
 \getenv libdir PG_LIBDIR
 \getenv dlsuffix PG_DLSUFFIX
 \set regresslib :libdir '/regress' :dlsuffix
@@ -70,31 +72,29 @@ CREATE FUNCTION binary_coercible(oid, oid)
     AS :'regresslib', 'binary_coercible'
     LANGUAGE C STRICT STABLE PARALLEL SAFE;
 CREATE TYPE planets AS ENUM ( 'venus', 'earth', 'mars' );
-SELECT extname FROM pg_extension WHERE extname = 'snowflake';
-SHOW shared_preload_libraries;
 EOF
-cat >"$work/expected/opr_sanity_setup.out" <<'EOF'
-\getenv libdir PG_LIBDIR
-\getenv dlsuffix PG_DLSUFFIX
-\set regresslib :libdir '/regress' :dlsuffix
-CREATE FUNCTION binary_coercible(oid, oid)
-    RETURNS bool
-    AS :'regresslib', 'binary_coercible'
-    LANGUAGE C STRICT STABLE PARALLEL SAFE;
-CREATE TYPE planets AS ENUM ( 'venus', 'earth', 'mars' );
-SELECT extname FROM pg_extension WHERE extname = 'snowflake';
+)
+extension_query="SELECT extname FROM pg_extension WHERE extname = 'snowflake';"
+preload_query='SHOW shared_preload_libraries;'
+printf '%s\n' "$setup_head" "$extension_query" "$preload_query" >"$work/sql/opr_sanity_setup.sql"
+{
+	printf '%s\n' "$setup_head" "$extension_query"
+	cat <<'EOF'
   extname  
 -----------
  snowflake
 (1 row)
 
-SHOW shared_preload_libraries;
+EOF
+	printf '%s\n' "$preload_query"
+	cat <<'EOF'
  shared_preload_libraries 
 --------------------------
  snowflake
 (1 row)
 
 EOF
+} >"$work/expected/opr_sanity_setup.out"
 echo "shared_preload_libraries = 'snowflake'" >"$work/preload.conf"
 
 status=0

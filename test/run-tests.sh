@@ -100,7 +100,7 @@ docs_count="sed -n -e 's/^docs: \([0-9]*\) blocks run .*/\1/p' -e 's/^links: \([
 # Lint, in the source tree (check-format reads its git history).
 lint() {
 	local n=0
-	(cd "$top" && shellcheck -x test/*.sh test/clients/run.sh test/fuzz/run.sh test/docs/run.sh bench/*.sh .ci/run) &&
+	(cd "$top" && shellcheck -x test/*.sh test/lib/*.sh test/clients/run.sh test/fuzz/run.sh test/docs/run.sh bench/*.sh .ci/run) &&
 		n=$((n + 1)) && echo "shellcheck: ok"
 	bash "$top/test/check-format.sh" && n=$((n + 1))
 	as_tester make -s corefence && n=$((n + 1))

@@ -18,39 +18,19 @@ top=$(cd "$here/../.." && pwd)
 python=${SNOWFLAKE_PYTHON:-/usr/bin/python3}
 jdbc_jar=${SNOWFLAKE_JDBC_JAR:-/usr/share/java/postgresql.jar}
 
-tmp=$(mktemp -d /tmp/snowflake-clients.XXXXXX)
-default_port=5432
-jssafe_port=5433
-cleanup() {
-	local d
-	for d in default jssafe; do
-		if [ -f "$tmp/$d/postmaster.pid" ]; then
-			pg_ctl -D "$tmp/$d" -m immediate -w stop >/dev/null 2>&1 || true
-		fi
-	done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+# shellcheck source=test/lib/cluster.sh
+. "$here/../lib/cluster.sh"
+cluster_init /tmp/snowflake-clients.XXXXXX
+tmp=$CLUSTER_ROOT
 
-# initdb and start a cluster: $1 its name, $2 its port, the rest extra
-# postgresql.conf lines.
-start_cluster() {
-	local name=$1 port=$2
-	shift 2
-	initdb -D "$tmp/$name" -A trust -U postgres --no-sync >"$tmp/$name.initdb.log" 2>&1 ||
-		{ cat "$tmp/$name.initdb.log"; return 1; }
-	{
-		echo "shared_preload_libraries = 'snowflake'"
-		echo "listen_addresses = ''"
-		echo "unix_socket_directories = '$tmp'"
-		echo "port = $port"
-		echo "fsync = off"
-		printf '%s\n' "$@"
-	} >>"$tmp/$name/postgresql.conf"
-	pg_ctl -D "$tmp/$name" -l "$tmp/$name.log" -w -t 120 start >/dev/null ||
-		{ cat "$tmp/$name.log"; return 1; }
-	psql -X -q -h "$tmp" -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 \
-		-c 'CREATE EXTENSION snowflake'
+# Starts a cluster with the extension preloaded and created: $1 its name,
+# the rest extra postgresql.conf lines.
+start_with_extension() {
+	local name=$1
+	shift
+	start_cluster "$name" "shared_preload_libraries = 'snowflake'" "fsync = off" "$@" &&
+		psql -X -q -h "$tmp" -p "$(cluster_port "$name")" -U postgres -d postgres -v ON_ERROR_STOP=1 \
+			-c 'CREATE EXTENSION snowflake'
 }
 
 # A database with the extension, for one client.
@@ -63,15 +43,17 @@ create_db() {
 }
 
 # Worker ids 124 to 127 are leased to applications (psycopg's pipeline test).
-start_cluster default "$default_port" "snowflake.lease_workers = 4" &
+start_with_extension default "snowflake.lease_workers = 4" &
 start_default=$!
 # The JavaScript-safe layout: 2 node, 2 worker and 8 sequence bits.
 # (4 worker slots: the server warns that max_connections is larger.)
-start_cluster jssafe "$jssafe_port" \
+start_with_extension jssafe \
 	"snowflake.node_bits = 2" "snowflake.worker_bits = 2" "snowflake.sequence_bits = 8" &
 start_jssafe=$!
 wait "$start_default"
 wait "$start_jssafe"
+default_port=$(cluster_port default)
+jssafe_port=$(cluster_port jssafe)
 
 export PGHOST=$tmp PGPORT=$default_port PGUSER=postgres
 export HOME=$tmp

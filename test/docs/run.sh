@@ -27,47 +27,41 @@
 # Run as the unprivileged tester with the extension installed
 # (test/run-tests.sh does).
 #
-#   DOCS_PORT           the cluster's port, on a Unix socket only (default 5435)
+#   DOCS_PORT           the cluster's port, on a Unix socket only (default: a free
+#                       one)
 #   DOCS_BLOCK_TIMEOUT  the most seconds one block may take (default 60)
 #   DOCS_KEEP           1: keep the temporary directory even when all passed
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 python=${SNOWFLAKE_PYTHON:-/usr/bin/python3}
-port=${DOCS_PORT:-5435}
 
 if [ "$(id -u)" -eq 0 ]; then
 	echo "docs: run as the unprivileged tester, not root (the blocks run as this user)" >&2
 	exit 1
 fi
-tmp=$(mktemp -d /tmp/snowflake-docs.XXXXXX)
+# shellcheck source=test/lib/cluster.sh
+. "$here/../lib/cluster.sh"
+cluster_init /tmp/snowflake-docs.XXXXXX
+tmp=$CLUSTER_ROOT
 status=0
-cleanup() {
-	if [ -f "$tmp/data/postmaster.pid" ]; then
-		pg_ctl -D "$tmp/data" -m immediate -w stop >/dev/null 2>&1 || true
-	fi
-	if [ "$status" -eq 0 ] && [ "${DOCS_KEEP:-0}" != 1 ]; then
-		rm -rf "$tmp"
-	else
+# After the cluster's stop (test/lib/cluster.sh).
+keep_if_failed() {
+	if [ "$status" -ne 0 ] || [ "${DOCS_KEEP:-0}" = 1 ]; then
+		cluster_keep=dir
 		echo "docs: kept $tmp (blocks/: each block's script and output; server.log)"
 	fi
 }
-trap cleanup EXIT
+cluster_on_exit keep_if_failed
 trap 'status=1; exit 1' INT TERM
 
-initdb -D "$tmp/data" -A trust -U postgres --no-sync >"$tmp/initdb.log" 2>&1 ||
-	{ status=1; cat "$tmp/initdb.log"; exit 1; }
-cat >>"$tmp/data/postgresql.conf" <<EOF
-shared_preload_libraries = 'snowflake'
-snowflake.node_id = 1
-snowflake.lease_workers = 8
-listen_addresses = ''
-unix_socket_directories = '$tmp'
-port = $port
-fsync = off
-EOF
-pg_ctl -D "$tmp/data" -l "$tmp/server.log" -w -t 60 start >/dev/null ||
-	{ status=1; cat "$tmp/server.log"; exit 1; }
+start_cluster ${DOCS_PORT:+-p "$DOCS_PORT"} server \
+	"shared_preload_libraries = 'snowflake'" \
+	"snowflake.node_id = 1" \
+	"snowflake.lease_workers = 8" \
+	"fsync = off" ||
+	{ status=1; exit 1; }
+port=$(cluster_port server)
 
 export PGHOST=$tmp PGPORT=$port PGUSER=postgres PGDATABASE=postgres
 export HOME=$tmp

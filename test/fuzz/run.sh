@@ -44,7 +44,8 @@
 #                          least a few seconds, and the checks at the end wait
 #                          for the statement timeout, so a run that reaches
 #                          the limit overshoots it by up to a minute or so
-#   FUZZ_PORT              the cluster's port, on a Unix socket only (default 5434)
+#   FUZZ_PORT              the cluster's port, on a Unix socket only (default: a
+#                          free one)
 #   FUZZ_KEEP              1: keep the cluster's directory even when all passed
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -55,7 +56,6 @@ sqlsmith_seconds=${FUZZ_SQLSMITH_SECONDS:-40}
 sqlsmith_queries=${FUZZ_SQLSMITH_QUERIES:-100000}
 statement_timeout=${FUZZ_STATEMENT_TIMEOUT:-5s}
 total_timeout=${FUZZ_TIMEOUT:-420}
-port=${FUZZ_PORT:-5434}
 start=$SECONDS
 deadline=$((SECONDS + total_timeout))
 # A replay generates the same targeted programs and starts sqlsmith from the
@@ -64,8 +64,11 @@ deadline=$((SECONDS + total_timeout))
 # FUZZ_SQLSMITH_QUERIES set to it comes closer).
 echo "fuzz: seed $seed (replay: FUZZ_SEED=$seed FUZZ_ITERATIONS=$iterations FUZZ_SQLSMITH_SECONDS=$sqlsmith_seconds FUZZ_SQLSMITH_QUERIES=$sqlsmith_queries FUZZ_STATEMENT_TIMEOUT=$statement_timeout bash test/fuzz/run.sh; sqlsmith's part is not exactly replayable)"
 
-tmp=$(mktemp -d /tmp/snowflake-fuzz.XXXXXX)
-data=$tmp/data
+# shellcheck source=test/lib/cluster.sh
+. "$here/../lib/cluster.sh"
+cluster_init /tmp/snowflake-fuzz.XXXXXX
+tmp=$CLUSTER_ROOT
+data=$tmp/server
 log=$tmp/server.log
 work=$tmp/work
 mkdir -p "$work"
@@ -82,20 +85,17 @@ check() {
 		echo "fuzz: FAILED: $what"
 	fi
 }
+# After the cluster's stop (test/lib/cluster.sh).
 cleanup() {
 	if [ -n "$watcher" ]; then
 		kill "$watcher" 2>/dev/null || true
 	fi
-	if [ -f "$data/postmaster.pid" ]; then
-		pg_ctl -D "$data" -m immediate -w stop >/dev/null 2>&1 || true
-	fi
-	if [ ${#failures[@]} -eq 0 ] && [ "${FUZZ_KEEP:-0}" != 1 ]; then
-		rm -rf "$tmp"
-	else
+	if [ ${#failures[@]} -ne 0 ] || [ "${FUZZ_KEEP:-0}" = 1 ]; then
+		cluster_keep=dir
 		echo "fuzz: kept $tmp (scripts and outputs in work/, the server log in server.log)"
 	fi
 }
-trap cleanup EXIT
+cluster_on_exit cleanup
 trap 'failures+=("interrupted"); exit 1' INT TERM
 # The time left before the tier's limit, for a step that may take $1 at most.
 left() {
@@ -105,28 +105,22 @@ left() {
 	echo "$rest"
 }
 
-initdb -D "$data" -A trust -U postgres --no-sync >"$tmp/initdb.log" 2>&1 ||
-	{ cat "$tmp/initdb.log"; exit 1; }
-cat >>"$data/postgresql.conf" <<EOF
-shared_preload_libraries = 'snowflake'
-listen_addresses = ''
-unix_socket_directories = '$tmp'
-port = $port
-fsync = off
-max_connections = 40
-max_prepared_transactions = 4
-snowflake.lease_workers = 16
-log_line_prefix = '%m [%p] %a '
 # The fuzzers' errors would flood the log: only LOG, FATAL and PANIC
 # (crashes, with their query) go there; and no JIT, whose compile time
-# would dwarf the queries'.
-log_min_error_statement = panic
-log_min_messages = log
-jit = off
-# A query whose client went away (sqlsmith stopped by its time limit) ends.
-client_connection_check_interval = 1000
-EOF
-pg_ctl -D "$data" -l "$log" -w -t 60 start >/dev/null || { cat "$log"; exit 1; }
+# would dwarf the queries'.  A query whose client went away (sqlsmith
+# stopped by its time limit) ends (client_connection_check_interval).
+start_cluster ${FUZZ_PORT:+-p "$FUZZ_PORT"} server \
+	"shared_preload_libraries = 'snowflake'" \
+	"fsync = off" \
+	"max_connections = 40" \
+	"max_prepared_transactions = 4" \
+	"snowflake.lease_workers = 16" \
+	"log_line_prefix = '%m [%p] %a '" \
+	"log_min_error_statement = panic" \
+	"log_min_messages = log" \
+	"jit = off" \
+	"client_connection_check_interval = 1000"
+port=$(cluster_port server)
 
 export PGHOST=$tmp PGPORT=$port PGUSER=postgres PGDATABASE=fuzz PGCONNECT_TIMEOUT=10
 export HOME=$tmp
