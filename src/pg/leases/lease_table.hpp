@@ -85,6 +85,17 @@
  * Locking: one LWLock guards the entries, held for a few microseconds per
  * change (copy, write into the page cache, WAL insert); the fsync and the
  * wait for synchronous standbys happen after it is released.
+ *
+ * Errors and the lock: the lease functions never raise an error while they
+ * hold it.  Each takes it in one function that decides (and commits the
+ * change, if any), returns the outcome as plain data and releases it; the
+ * caller reports from that outcome, then makes the change durable and
+ * builds its row.  Nothing under the lock allocates memory (timestamps are
+ * formatted for messages after the release) or reads the catalogs.  The
+ * one exception is a failed write of the file in lease_table.cpp (in
+ * LockLeaseTableForChange(), CommitLeaseImage() and redo): that ERROR
+ * leaves the release to abort processing (LWLockReleaseAll), as any ERROR
+ * does.
  */
 #ifndef SNOWFLAKE_PG_LEASE_TABLE_HPP
 #define SNOWFLAKE_PG_LEASE_TABLE_HPP

@@ -144,6 +144,18 @@ SELECT l.worker_id, l.token,
   FROM snowflake_worker_leases AS l, snowflake_status() AS s
  WHERE l.node_id = 0;
 
+-- A row changed by hand, with NULL in a column that 1.4 declares NOT NULL,
+-- stops the update (23502) before it carries any lease: read as 0 it would
+-- carry a lease with a window of nothing.
+BEGIN;
+ALTER TABLE snowflake_worker_leases ALTER COLUMN window_ms DROP NOT NULL;
+UPDATE snowflake_worker_leases SET window_ms = NULL;
+\set VERBOSITY terse
+ALTER EXTENSION snowflake UPDATE TO '1.5';
+\echo :LAST_ERROR_SQLSTATE
+\set VERBOSITY default
+ROLLBACK;
+
 ALTER EXTENSION snowflake UPDATE TO '1.5';
 SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
 SELECT object FROM extension_objects ORDER BY 1;
