@@ -3,9 +3,11 @@
  *	  Small one-line state files in the data directory, replaced atomically
  *	  and durably, and parsed strictly.
  *
- * State file: $PGDATA/snowflake.reservation or $PGDATA/snowflake.layout.
- * Each holds one state line (src/core/state_line.hpp, which parses it):
- * decimal integers separated by single spaces and ended by a newline.
+ * State files: $PGDATA/snowflake.reservation, snowflake.layout,
+ * snowflake.leases (the lease space) and snowflake.upgraded (pg_upgrade's
+ * marker).  Each holds one state line (src/core/state_line.hpp, which
+ * parses it): decimal integers separated by single spaces and ended by a
+ * newline.
  * Nothing here allocates memory: these functions run once per reservation
  * record in long-lived processes (the reservation worker, the startup
  * process of a standby) and at postmaster exit.
@@ -26,7 +28,10 @@ constexpr int kMaxStateFields = snowflake::kMaxStateFields;
 /* Room for the detail of a parse failure. */
 constexpr size_t kStateProblemSize = snowflake::kStateProblemSize;
 
-/* Writes $PGDATA/<name> into "path" (MAXPGPATH bytes). */
+/*
+ * Writes $PGDATA/<name> into "path" (MAXPGPATH bytes); also for the files
+ * of other formats (snowflake.lease_state).
+ */
 void		DataDirectoryFile(const char *name, char *path);
 
 /*

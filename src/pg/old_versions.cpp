@@ -11,7 +11,8 @@
  * this library:
  *	- every SECURITY DEFINER function of the extension is refused before
  *	  its body runs (the function manager hook below; 1.5 has none);
- *	- 1.4's C entry point snowflake_lease_context() refuses too;
+ *	- 1.4's C entry point snowflake_lease_context() refuses too (with the
+ *	  rest of 1.4's afterlife, in leases/lease_v14.cpp);
  *	- a session's first ID warns that the database is at an older version.
  * None of this runs a query or resolves a schema-qualified name: the
  * catalogs are read by OID, and the extension by its name, which is not
@@ -49,11 +50,6 @@ extern "C"
 #error \
 	"the Makefile defines SNOWFLAKE_LIBRARY_VERSION (snowflake.control's default_version)"
 #endif
-
-extern "C"
-{
-PG_FUNCTION_INFO_V1(snowflake_lease_context);
-}
 
 namespace {
 
@@ -270,31 +266,4 @@ WarnOnceIfExtensionOutdated(void)
 			 errdetail("The database lacks the objects of version %s until it is updated.",
 					   SNOWFLAKE_LIBRARY_VERSION),
 		 errhint("Run ALTER EXTENSION snowflake UPDATE in database \"%s\".", database)));
-}
-
-/*
- * snowflake_lease_context(): the C entry point of version 1.4's SQL lease
- * functions, kept so that they refuse clearly.  Version 1.4 kept leases in
- * a table of each database, changed through this function; from 1.5 on
- * the library keeps them in the server (see leases/lease_table.hpp).  A
- * database still at 1.4 must not lease from its table: two sources would
- * hand out one worker id twice.  The symbol must stay: the 1.3 to 1.4
- * update script, part of every update from before 1.4, creates the
- * function, and a C function needs its symbol.
- */
-extern "C" Datum
-snowflake_lease_context(PG_FUNCTION_ARGS)
-{
-	(void) fcinfo;
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("snowflake extension version 1.4 cannot lease worker ids under library "
-					"version 1.5"),
-			 errdetail("Version 1.5 keeps leases in the server, not in the table "
-					   "snowflake_worker_leases."),
-			 errhint(
-				 "Run ALTER EXTENSION snowflake UPDATE, first in the database whose 1.4 "
-				 "table snowflake_worker_leases holds the leases (where "
-				 "snowflake.database pointed under 1.4): it carries them over.")));
-	PG_RETURN_NULL();
 }

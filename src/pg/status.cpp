@@ -44,6 +44,27 @@ PG_FUNCTION_INFO_V1(snowflake_status);
 PG_FUNCTION_INFO_V1(snowflake_worker_slots);
 }
 
+/*
+ * The columns of snowflake_status() in each version's declaration: 1.0
+ * had 12, 1.1 16, 1.2 18, 1.3 on 22.  A database not yet updated calls the
+ * library with its older declaration: heap_form_tuple() takes the first
+ * natts of the values, so one row of kStatusColumns serves every version,
+ * as long as each version only added columns at the end.
+ */
+static constexpr int kStatusColumns = 22;
+static constexpr int kStatusColumnsByVersion[] = {12, 16, 18, kStatusColumns};
+
+/* The counters of the worker slots and the sessions attached to them. */
+struct SlotCounts
+{
+	int32		slots_used;
+	int32		slots_shared;
+	int32		sessions_attached;
+	uint64		ids_issued;
+	uint64		overflow_waits;
+	int64		furthest_unix_ms;
+};
+
 static int64
 SlotLastUnixMs(WorkerSlot *slot)
 {
@@ -53,32 +74,22 @@ SlotLastUnixMs(WorkerSlot *slot)
 	return layout.epoch_ms + snowflake::Decompose(layout, last_id).timestamp;
 }
 
-extern "C" Datum
-snowflake_status(PG_FUNCTION_ARGS)
+static SlotCounts
+CountSlots(SharedState *state)
 {
-	SharedState *state = RequireSharedState();
-	const snowflake::Layout &layout = g_settings.layout;
-	TupleDesc	tupdesc;
-	Datum		values[22];
-	bool		nulls[22] = {false};
-	int32		slots_used = 0;
-	int32		slots_shared = 0;
-	int32		sessions_attached = 0;
-	uint64		ids_issued = 0;
-	uint64		overflow_waits = 0;
-	int64		furthest_unix_ms = 0;
+	SlotCounts	counts{};
 
 	for (uint32 worker_id = 0; worker_id < state->slot_count; worker_id++)
 	{
 		WorkerSlot *slot = state->Slot(worker_id);
 		uint32		sessions = pg_atomic_read_u32(&slot->sessions);
 
-		slots_used += sessions > 0;
-		slots_shared += sessions > 1;
-		sessions_attached += static_cast<int32>(sessions);
-		ids_issued += pg_atomic_read_u64(&slot->earlier_ids);
-		overflow_waits += pg_atomic_read_u64(&slot->overflow_waits);
-		furthest_unix_ms = Max(furthest_unix_ms, SlotLastUnixMs(slot));
+		counts.slots_used += sessions > 0;
+		counts.slots_shared += sessions > 1;
+		counts.sessions_attached += static_cast<int32>(sessions);
+		counts.ids_issued += pg_atomic_read_u64(&slot->earlier_ids);
+		counts.overflow_waits += pg_atomic_read_u64(&slot->overflow_waits);
+		counts.furthest_unix_ms = Max(counts.furthest_unix_ms, SlotLastUnixMs(slot));
 	}
 	/* What attached sessions issued is folded into their slot on detach. */
 	for (uint32 i = 0; i < state->attachment_count; i++)
@@ -86,45 +97,81 @@ snowflake_status(PG_FUNCTION_ARGS)
 		SessionAttachment *attachment = state->Attachment(i);
 
 		if (pg_atomic_read_u32(&attachment->pid) != 0)
-			ids_issued += pg_atomic_read_u64(&attachment->ids_issued);
+			counts.ids_issued += pg_atomic_read_u64(&attachment->ids_issued);
 	}
+	return counts;
+}
+
+/* The row type of the caller's declaration; ERROR for one no version had. */
+static TupleDesc
+StatusTupleDesc(FunctionCallInfo fcinfo)
+{
+	TupleDesc	tupdesc;
 
 	if (get_call_result_type(fcinfo, nullptr, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	values[0] = TimestampTzGetDatum(UnixMsToTimestampTz(layout.epoch_ms));
-	values[1] = Int32GetDatum(layout.TimestampBits());
-	values[2] = Int32GetDatum(layout.node_bits);
-	values[3] = Int32GetDatum(layout.worker_bits);
-	values[4] = Int32GetDatum(layout.sequence_bits);
-	values[5] = Int32GetDatum(g_settings.node_id);
-	values[6] = Int32GetDatum(g_settings.max_drift_ms);
-	values[7] = Int32GetDatum(static_cast<int32>(state->slot_count));
-	values[8] = Int32GetDatum(slots_used);
-	values[9] = Int64GetDatum(static_cast<int64>(ids_issued));
-	values[10] = Int64GetDatum(static_cast<int64>(overflow_waits));
-	values[11] = Int64GetDatum(Max(INT64CONST(0), furthest_unix_ms - NowUnixMs()));
-	values[12] = TimestampTzGetDatum(UnixMsToTimestampTz(layout.epoch_ms + ReservedUntil(state)));
-	nulls[12] = !state->reservation_known;
-	values[13] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&state->reservations)));
-	values[14] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&state->clock_steps_back)));
-	values[15] = Int64GetDatum(
-		static_cast<int64>(pg_atomic_read_u64(&state->largest_step_back_ms)));
-	values[16] = UUIDPGetDatum(&state->instance_id);
-	values[17] = BoolGetDatum(pg_atomic_read_u32(&state->node_collision) != 0);
-	values[18] = Int32GetDatum(sessions_attached);
-	values[19] = Int32GetDatum(slots_shared);
+	for (int columns : kStatusColumnsByVersion)
+		if (tupdesc->natts == columns)
+			return tupdesc;
+	elog(ERROR, "incorrect number of output arguments");
+	pg_unreachable();
+}
 
-	char *problems;
+extern "C" Datum
+snowflake_status(PG_FUNCTION_ARGS)
+{
+	SharedState *state = RequireSharedState();
+	const snowflake::Layout &layout = g_settings.layout;
+	const SlotCounts counts = CountSlots(state);
+	TupleDesc	tupdesc = StatusTupleDesc(fcinfo);
+	Datum		values[kStatusColumns];
+	bool		nulls[kStatusColumns] = {false};
+	int			i = 0;
+
+	/* 1.0 */
+	values[i++] = TimestampTzGetDatum(UnixMsToTimestampTz(layout.epoch_ms));
+	values[i++] = Int32GetDatum(layout.TimestampBits());
+	values[i++] = Int32GetDatum(layout.node_bits);
+	values[i++] = Int32GetDatum(layout.worker_bits);
+	values[i++] = Int32GetDatum(layout.sequence_bits);
+	values[i++] = Int32GetDatum(g_settings.node_id);
+	values[i++] = Int32GetDatum(g_settings.max_drift_ms);
+	values[i++] = Int32GetDatum(static_cast<int32>(state->slot_count));
+	values[i++] = Int32GetDatum(counts.slots_used);
+	values[i++] = Int64GetDatum(static_cast<int64>(counts.ids_issued));
+	values[i++] = Int64GetDatum(static_cast<int64>(counts.overflow_waits));
+	values[i++] = Int64GetDatum(Max(INT64CONST(0), counts.furthest_unix_ms - NowUnixMs()));
+	/* 1.1 */
+	nulls[i] = !state->reservation_known;
+	values[i++] = TimestampTzGetDatum(
+		UnixMsToTimestampTz(layout.epoch_ms + ReservedUntil(state)));
+	values[i++] = Int64GetDatum(
+		static_cast<int64>(pg_atomic_read_u64(&state->reservations)));
+	values[i++] = Int64GetDatum(
+		static_cast<int64>(pg_atomic_read_u64(&state->clock_steps_back)));
+	values[i++] = Int64GetDatum(
+		static_cast<int64>(pg_atomic_read_u64(&state->largest_step_back_ms)));
+	/* 1.2 */
+	values[i++] = UUIDPGetDatum(&state->instance_id);
+	values[i++] = BoolGetDatum(pg_atomic_read_u32(&state->node_collision) != 0);
+	/* 1.3 */
+	values[i++] = Int32GetDatum(counts.sessions_attached);
+	values[i++] = Int32GetDatum(counts.slots_shared);
+
+	char	   *problems;
 	TimestampTz last_round = RegistryStatus(state, &problems);
 
-	values[20] = TimestampTzGetDatum(last_round);
-	nulls[20] = last_round == 0;
-	values[21] = problems != nullptr ? CStringGetTextDatum(problems) :
-									   static_cast<Datum>(0);
-	nulls[21] = problems == nullptr;
-	/* An older SQL declaration with fewer columns takes the first ones. */
+	nulls[i] = last_round == 0;
+	values[i++] = TimestampTzGetDatum(last_round);
+	nulls[i] = problems == nullptr;
+	values[i++] = problems != nullptr ? CStringGetTextDatum(problems) : Datum(0);
+	Assert(i == kStatusColumns);
+	/* An older declaration takes the first tupdesc->natts values (see above). */
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }
+
+/* The columns of snowflake_worker_slots(), the same in every version. */
+static constexpr int kWorkerSlotColumns = 7;
 
 extern "C" Datum
 snowflake_worker_slots(PG_FUNCTION_ARGS)
@@ -139,8 +186,9 @@ snowflake_worker_slots(PG_FUNCTION_ARGS)
 	{
 		SessionAttachment *attachment = state->Attachment(i);
 		uint32		pid = pg_atomic_read_u32(&attachment->pid);
-		Datum		values[7];
-		bool		nulls[7] = {false};
+		Datum		values[kWorkerSlotColumns];
+		bool		nulls[kWorkerSlotColumns] = {false};
+		int			column = 0;
 
 		if (pid == 0)
 			continue;
@@ -151,16 +199,18 @@ snowflake_worker_slots(PG_FUNCTION_ARGS)
 		bool		sees_details = sees_all ||
 			has_privs_of_role(GetUserId(), attachment->session_user_id);
 
-		values[0] = Int32GetDatum(static_cast<int32>(attachment->worker_id));
-		values[1] = Int32GetDatum(static_cast<int32>(pid));
-		values[2] = ObjectIdGetDatum(attachment->database_id);
-		values[3] = ObjectIdGetDatum(attachment->user_id);
-		values[4] = TimestampTzGetDatum(attachment->attached_at);
-		nulls[4] = !sees_details;
-		values[5] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&attachment->ids_issued)));
-		nulls[5] = !sees_details;
-		values[6] = TimestampTzGetDatum(UnixMsToTimestampTz(SlotLastUnixMs(slot)));
-		nulls[6] = pg_atomic_read_u64(&slot->last_id) == 0;	/* none issued yet */
+		values[column++] = Int32GetDatum(static_cast<int32>(attachment->worker_id));
+		values[column++] = Int32GetDatum(static_cast<int32>(pid));
+		values[column++] = ObjectIdGetDatum(attachment->database_id);
+		values[column++] = ObjectIdGetDatum(attachment->user_id);
+		nulls[column] = !sees_details;
+		values[column++] = TimestampTzGetDatum(attachment->attached_at);
+		nulls[column] = !sees_details;
+		values[column++] = Int64GetDatum(
+			static_cast<int64>(pg_atomic_read_u64(&attachment->ids_issued)));
+		nulls[column] = pg_atomic_read_u64(&slot->last_id) == 0; /* none issued yet */
+		values[column++] = TimestampTzGetDatum(UnixMsToTimestampTz(SlotLastUnixMs(slot)));
+		Assert(column == kWorkerSlotColumns);
 
 		/*
 		 * Another backend that took this entry since may have mixed its

@@ -56,11 +56,15 @@ DecodeId(Oid fn_oid, int64 id, const snowflake::Layout **layout_out)
 	return parts;
 }
 
+/* The columns of snowflake_decode(), as snowflake--1.5.sql declares them. */
+static constexpr int kDecodeColumns = 4;
+
 extern "C" Datum
 snowflake_decode(PG_FUNCTION_ARGS)
 {
-	Datum		values[4];
-	bool		nulls[4] = {false, false, false, false};
+	Datum		values[kDecodeColumns];
+	bool		nulls[kDecodeColumns] = {false};
+	int			i = 0;
 	const snowflake::Layout *layout;
 	snowflake::IdParts parts = DecodeId(fcinfo->flinfo->fn_oid, PG_GETARG_INT64(0), &layout);
 
@@ -83,10 +87,12 @@ snowflake_decode(PG_FUNCTION_ARGS)
 		MemoryContextSwitchTo(previous);
 		fcinfo->flinfo->fn_extra = tupdesc;
 	}
-	values[0] = TimestampTzGetDatum(UnixMsToTimestampTz(layout->epoch_ms + parts.timestamp));
-	values[1] = Int32GetDatum(static_cast<int32>(parts.node_id));
-	values[2] = Int32GetDatum(static_cast<int32>(parts.worker_id));
-	values[3] = Int32GetDatum(static_cast<int32>(parts.sequence));
+	values[i++] = TimestampTzGetDatum(
+		UnixMsToTimestampTz(layout->epoch_ms + parts.timestamp));
+	values[i++] = Int32GetDatum(static_cast<int32>(parts.node_id));
+	values[i++] = Int32GetDatum(static_cast<int32>(parts.worker_id));
+	values[i++] = Int32GetDatum(static_cast<int32>(parts.sequence));
+	Assert(i == kDecodeColumns);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 

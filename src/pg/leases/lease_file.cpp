@@ -236,8 +236,8 @@ MarkLeaseFileClean(const LeaseTable *table)
 {
 	char		path[MAXPGPATH];
 
-	if (snprintf(path, sizeof(path), "%s/%s", DataDir, kLeaseStateFileName) >= MAXPGPATH)
-		return;
+	/* The path fit at start (LoadLeaseFile), so this raises no error. */
+	DataDirectoryFile(kLeaseStateFileName, path);
 
 	int			fd = open(path, O_RDWR | PG_BINARY, 0);
 
@@ -332,17 +332,15 @@ ReadHeader(int fd, const char *path, bool *v15)
 	ReportDamage(fd, path, "Block 0 does not start with a lease state header.");
 }
 
-void
-LoadLeaseFile(LeaseTable *table)
+/*
+ * Opens the file, making it first if it is missing or empty (an empty file
+ * is what pg_upgrade's hint has a cluster without leases make), and sets
+ * *st; -1 in a binary upgrade without the file.
+ */
+static int
+OpenLeaseFile(const char *path, LeaseTable *table, struct stat *st)
 {
-	char		path[MAXPGPATH];
-	alignas(8) char block[kLeaseBlockSize];
 	const uint32 end = table->first_worker_id + table->count;
-	struct stat st;
-
-	DataDirectoryFile(kLeaseStateFileName, path);
-	ReadBootId(table->boot_id);
-
 	int			fd = open(path, O_RDWR | PG_BINARY, 0);
 
 	if (fd < 0 && errno == ENOENT && IsBinaryUpgrade)
@@ -351,30 +349,37 @@ LoadLeaseFile(LeaseTable *table)
 		 * pg_upgrade's start leases nothing, and leaves the file to be
 		 * carried from the old data directory (upgrade_guard.cpp).
 		 */
-		return;
+		return -1;
 	}
 	if (fd < 0 && errno != ENOENT)
 		FailOn(fd, "open", path);
-	if (fd >= 0 && fstat(fd, &st) != 0)
+	if (fd >= 0 && fstat(fd, st) != 0)
 		FailOn(fd, "stat", path);
-	/* An empty file is what pg_upgrade's hint has a cluster without leases make. */
-	if (fd < 0 || st.st_size == 0)
+	if (fd < 0 || st->st_size == 0)
 	{
 		if (fd >= 0)
 			close(fd);
 		CreateLeaseFile(path, table, Max(end, 1U));
 		fd = open(path, O_RDWR | PG_BINARY, 0);
-		if (fd < 0 || fstat(fd, &st) != 0)
+		if (fd < 0 || fstat(fd, st) != 0)
 			FailOn(fd, "open", path);
 	}
+	return fd;
+}
 
-	bool		v15;
-	LeaseFileHeader header = ReadHeader(fd, path, &v15);
+/*
+ * The header, with the number of blocks it counts (version 1.5: the
+ * file's); FATAL if the size does not fit it.
+ */
+static LeaseFileHeader
+ReadSizedHeader(int fd, const char *path, const struct stat &st, bool *v15)
+{
+	LeaseFileHeader header = ReadHeader(fd, path, v15);
 
 	/* Every write is of whole blocks, growth included. */
 	if (st.st_size % kLeaseBlockSize != 0)
 		ReportDamage(fd, path, "Its size is not a multiple of 512 bytes.");
-	if (v15)
+	if (*v15)
 		header.blocks = static_cast<uint32>(st.st_size / kLeaseBlockSize);
 	else if (st.st_size < static_cast<off_t>(header.blocks) * kLeaseBlockSize)
 	{
@@ -386,12 +391,21 @@ LoadLeaseFile(LeaseTable *table)
 				 static_cast<long long>(st.st_size), header.blocks);
 		ReportDamage(fd, path, detail);
 	}
+	return header;
+}
 
-	/*
-	 * Images of another layout or node id are history that no longer
-	 * matters (the layout check keeps new IDs above them), but their tokens
-	 * count.
-	 */
+/*
+ * Reads every block the header counts into "table".  Images of another
+ * layout or node id are history that no longer matters (the layout check
+ * keeps new IDs above them), but their tokens count.  Returns whether a
+ * version 1.5 file has zero blocks (ids never leased).
+ */
+static bool
+ReadLeaseBlocks(int fd, const char *path, LeaseTable *table, const LeaseFileHeader &header,
+				bool v15)
+{
+	alignas(8) char block[kLeaseBlockSize];
+	const uint32 end = table->first_worker_id + table->count;
 	bool		zero_blocks = false;
 
 	for (uint32 n = 1; n < header.blocks; n++)
@@ -411,18 +425,25 @@ LoadLeaseFile(LeaseTable *table)
 		table->last_token = Max(table->last_token, image.token);
 		table->last_change = Max(table->last_change, image.change);
 		if (n >= table->first_worker_id && n < end &&
-			ImageMatches(image, g_settings.layout, g_settings.node_id))
+			LeaseImageMadeUnder(image, g_settings.layout, g_settings.node_id))
 			table->entries[n - table->first_worker_id].image = image;
 	}
 	table->last_token = Max(table->last_token, header.last_token);
 	table->last_change = Max(table->last_change, header.last_change);
+	return zero_blocks;
+}
 
-	/*
-	 * Version 1.5's zero blocks become empty images, and the file grows to
-	 * the lease space (over what an interrupted growth left), all made
-	 * durable before the header that counts them.
-	 */
-	const uint32 blocks = Max(header.blocks, end);
+/*
+ * Version 1.5's zero blocks become empty images, and the file grows to the
+ * lease space (over what an interrupted growth left), all made durable
+ * before the header that counts them.  Returns the file's blocks.
+ */
+static uint32
+CompleteLeaseBlocks(int fd, const char *path, const LeaseTable *table,
+					const LeaseFileHeader &header, const struct stat &st, bool zero_blocks)
+{
+	alignas(8) char block[kLeaseBlockSize];
+	const uint32 blocks = Max(header.blocks, table->first_worker_id + table->count);
 	bool		wrote = false;
 
 	for (uint32 n = 1; zero_blocks && n < header.blocks; n++)
@@ -447,7 +468,28 @@ LoadLeaseFile(LeaseTable *table)
 	}
 	if (wrote && pg_fsync(fd) != 0)
 		FailOn(fd, "fsync", path);
-	table->file_blocks = blocks;
+	return blocks;
+}
+
+void
+LoadLeaseFile(LeaseTable *table)
+{
+	char		path[MAXPGPATH];
+	struct stat st;
+
+	DataDirectoryFile(kLeaseStateFileName, path);
+	ReadBootId(table->boot_id);
+
+	int			fd = OpenLeaseFile(path, table, &st);
+
+	if (fd < 0)
+		return;
+
+	bool		v15;
+	LeaseFileHeader header = ReadSizedHeader(fd, path, st, &v15);
+	bool		zero_blocks = ReadLeaseBlocks(fd, path, table, header, v15);
+
+	table->file_blocks = CompleteLeaseBlocks(fd, path, table, header, st, zero_blocks);
 
 	/*
 	 * Whether the first change settles (lease_table.hpp).  Version 1.5

@@ -11,6 +11,12 @@
  * of the caller's transaction undoes nothing.  The rules themselves are in
  * the core (core/lease_rules.hpp).
  *
+ * Each function has one shape: validate the arguments; decide under the
+ * table's lock, in one function that takes it, commits the change (if
+ * any) and releases it, returning the outcome as plain data; report a
+ * refusal from that outcome (no error is raised with the lock held, see
+ * lease_table.hpp); make the change durable; build the row.
+ *
  * Ownership is the role that took the lease (current_user, by OID); only
  * that role renews or releases it, and a superuser's release revokes it.
  */
@@ -31,16 +37,13 @@ extern "C"
 #include "utils/guc.h"			/* application_name */
 #include "utils/inet.h"
 #include "utils/timestamp.h"
-#include "utils/uuid.h"
 #include "utils/fmgrprotos.h"	/* inet_client_addr, inet_out */
-#include "utils/acl.h"			/* get_role_oid */
 }
-
-#include <cstdio>
 
 #include "core/holder_text.hpp"
 #include "core/lease_rules.hpp"
 #include "pg/clock.hpp"
+#include "pg/leases/lease_functions.hpp"
 #include "pg/leases/lease_table.hpp"
 #include "pg/registry/registry_slots.hpp"
 #include "pg/reservation/reservation.hpp"
@@ -53,10 +56,13 @@ extern "C"
 PG_FUNCTION_INFO_V1(snowflake_lease_worker);
 PG_FUNCTION_INFO_V1(snowflake_renew_lease);
 PG_FUNCTION_INFO_V1(snowflake_release_lease);
-PG_FUNCTION_INFO_V1(snowflake_lease_import_v14);
 }
 
 using snowflake::kNoTimestamp;
+
+/* The columns of each function's result, as snowflake--1.5.sql declares them. */
+static constexpr int kGrantColumns = 13;
+static constexpr int kRenewColumns = 3;
 
 /*
  * timestamptz_to_str() returns a static buffer that its next call
@@ -74,13 +80,7 @@ FormatUnixMs(int64 unix_ms)
 	return FormatTimestamp(UnixMsToTimestampTz(unix_ms));
 }
 
-/*
- * Leases change only on a primary (a standby's table is a replica), and
- * only in the caller's own backend: a parallel worker reached through a
- * wrapper mislabelled PARALLEL SAFE would take a connection-scoped lease
- * for its own connection, which ends with the query.
- */
-static void
+void
 RefuseOutsidePrimaryBackend(const char *caller)
 {
 	if (RecoveryInProgress())
@@ -139,70 +139,99 @@ RefuseHolderOutsideAscii(text *holder)
 					 "punctuation.")));
 }
 
-/*
- * The client's clock "client_time" (NULL: not checked) against the
- * database's and, if "previous_ms" is not kNoTimestamp, against the last
- * timestamp the worker id's previous holder reported.
- */
-static void
-CheckClientClock(const TimestampTz *client_time, int64 now_ms, int64 previous_ms)
+/* The client's clock argument (argument "argno"; absent if NULL). */
+struct ClientClockArgument
 {
-	if (client_time == nullptr)
-		return;
+	bool		given;
+	TimestampTz time;
+};
 
-	int64		tolerance = g_settings.lease_clock_tolerance_ms;
+static ClientClockArgument
+ClientClockOf(FunctionCallInfo fcinfo, int argno)
+{
+	ClientClockArgument client_clock{};
+
+	client_clock.given = !PG_ARGISNULL(argno);
+	if (client_clock.given)
+		client_clock.time = PG_GETARG_TIMESTAMPTZ(argno);
+	return client_clock;
+}
+
+/*
+ * The core's verdict on the client's clock against the database's "now_ms"
+ * and, if "previous_ms" is not kNoTimestamp, against the last timestamp
+ * the worker id's previous holder reported.  Plain computation: callable
+ * under the table's lock.
+ */
+static snowflake::ClientClock
+JudgeClientClock(const ClientClockArgument &client_clock, int64 now_ms, int64 previous_ms)
+{
+	if (!client_clock.given)
+		return snowflake::ClientClock::kOk;
+
 	int64		client_ms;
 
 	/* An infinite clock is as far off as a clock can be. */
-	if (TIMESTAMP_IS_NOBEGIN(*client_time))
+	if (TIMESTAMP_IS_NOBEGIN(client_clock.time))
 		client_ms = INT64_MIN / 2;
-	else if (TIMESTAMP_IS_NOEND(*client_time))
+	else if (TIMESTAMP_IS_NOEND(client_clock.time))
 		client_ms = INT64_MAX / 2;
 	else
-		client_ms = TimestampTzToUnixMs(*client_time);
-
-	const char *shown = FormatTimestamp(*client_time);
-
-	switch (snowflake::CheckClientClock(client_ms, now_ms, tolerance, previous_ms))
-	{
-		case snowflake::ClientClock::kOk:
-			return;
-		case snowflake::ClientClock::kBehind:
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("the client's clock is behind the database's by more than %lld ms",
-							static_cast<long long>(tolerance)),
-					 errdetail("The client reported %s, before the database's clock, %s.", shown,
-							   FormatUnixMs(now_ms)),
-					 errhint("Synchronise the client's clock (NTP), or raise "
-							 "snowflake.lease_clock_tolerance.")));
-			break;
-		case snowflake::ClientClock::kAhead:
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("the client's clock is ahead of the database's by more than %lld ms",
-							static_cast<long long>(tolerance)),
-					 errdetail("The client reported %s, after the database's clock, %s.", shown,
-							   FormatUnixMs(now_ms)),
-					 errhint("Synchronise the client's clock (NTP), or raise "
-							 "snowflake.lease_clock_tolerance.")));
-			break;
-		case snowflake::ClientClock::kBehindPrevious:
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("the client's clock is behind the last timestamp of the worker "
-							"id's previous holder by more than %lld ms",
-							static_cast<long long>(tolerance)),
-					 errdetail("The client reported %s; the previous holder reported an ID of %s.",
-							   shown, FormatUnixMs(previous_ms)),
-					 errhint("Synchronise the client's clock (NTP), then lease again.")));
-			break;
-	}
+		client_ms = TimestampTzToUnixMs(client_clock.time);
+	return snowflake::CheckClientClock(client_ms, now_ms,
+									   g_settings.lease_clock_tolerance_ms, previous_ms);
 }
 
-/* The layout and node this server issues under, as an image records them. */
+/* ERROR for a verdict of JudgeClientClock() other than kOk. */
 static void
-SetImageLayout(LeaseImage *image)
+ReportClientClock(snowflake::ClientClock verdict, const ClientClockArgument &client_clock,
+				  int64 now_ms, int64 previous_ms)
+{
+	long long	tolerance = static_cast<long long>(g_settings.lease_clock_tolerance_ms);
+
+	if (verdict == snowflake::ClientClock::kBehind)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the client's clock is behind the database's by more than %lld ms",
+						tolerance),
+				 errdetail("The client reported %s, before the database's clock, %s.",
+						   FormatTimestamp(client_clock.time), FormatUnixMs(now_ms)),
+				 errhint("Synchronise the client's clock (NTP), or raise "
+						 "snowflake.lease_clock_tolerance.")));
+	if (verdict == snowflake::ClientClock::kAhead)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the client's clock is ahead of the database's by more than "
+						"%lld ms",
+						tolerance),
+				 errdetail("The client reported %s, after the database's clock, %s.",
+						   FormatTimestamp(client_clock.time), FormatUnixMs(now_ms)),
+				 errhint("Synchronise the client's clock (NTP), or raise "
+						 "snowflake.lease_clock_tolerance.")));
+	if (verdict == snowflake::ClientClock::kBehindPrevious)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the client's clock is behind the last timestamp of the worker "
+						"id's previous holder by more than %lld ms",
+						tolerance),
+				 errdetail("The client reported %s; the previous holder reported an ID "
+						   "of %s.",
+						   FormatTimestamp(client_clock.time), FormatUnixMs(previous_ms)),
+				 errhint("Synchronise the client's clock (NTP), then lease again.")));
+}
+
+/* The client's clock against the database's, before any lock: ERROR if off. */
+static void
+CheckClientClock(const ClientClockArgument &client_clock)
+{
+	const int64 now_ms = NowUnixMs();
+
+	ReportClientClock(JudgeClientClock(client_clock, now_ms, kNoTimestamp), client_clock,
+					  now_ms, kNoTimestamp);
+}
+
+void
+SetLeaseImageLayout(LeaseImage *image)
 {
 	const snowflake::Layout &layout = g_settings.layout;
 
@@ -213,9 +242,8 @@ SetImageLayout(LeaseImage *image)
 	image->layout_sequence_bits = static_cast<int16>(layout.sequence_bits);
 }
 
-/* Copies "text" into "out" ("size" bytes), cut at a character boundary. */
-static void
-CopyClipped(char *out, size_t size, const char *text)
+void
+CopyClippedText(char *out, size_t size, const char *text)
 {
 	int			length = pg_mbcliplen(text, static_cast<int>(strlen(text)),
 									  static_cast<int>(size) - 1);
@@ -235,17 +263,7 @@ ClientAddress(char *out, size_t size)
 
 	out[0] = '\0';
 	if (!call->isnull)
-		CopyClipped(out, size, DatumGetCString(DirectFunctionCall1(inet_out, address)));
-}
-
-static bool
-IsHeld(const LeaseEntry &entry, int64 now_ms)
-{
-	const LeaseImage &image = entry.image;
-
-	if (image.magic != kLeaseImageMagic || image.token == 0 || (image.flags & kLeaseReleased))
-		return false;
-	return image.ttl_ms > 0 ? image.not_after_ms > now_ms : entry.connected;
+		CopyClippedText(out, size, DatumGetCString(DirectFunctionCall1(inet_out, address)));
 }
 
 static snowflake::LeaseHistory
@@ -257,7 +275,7 @@ HistoryOf(const LeaseEntry &entry, int64 now_ms)
 	history.ever_leased = image.magic == kLeaseImageMagic && image.token != 0;
 	if (!history.ever_leased)
 		return history;
-	history.held = IsHeld(entry, now_ms);
+	history.held = LeaseIsHeld(entry, now_ms);
 	history.released = (image.flags & kLeaseReleased) != 0;
 	history.not_before_ms = image.not_before_ms;
 	history.not_after_ms = image.not_after_ms;
@@ -265,16 +283,6 @@ HistoryOf(const LeaseEntry &entry, int64 now_ms)
 	history.free_since_ms =
 		history.released ? TimestampTzToUnixMs(image.released_at) : image.not_after_ms;
 	return history;
-}
-
-/* The interval of "ms" milliseconds. */
-static Datum
-IntervalMs(int64 ms)
-{
-	Interval   *interval = static_cast<Interval *>(palloc0(sizeof(Interval)));
-
-	interval->time = ms * 1000;
-	return IntervalPGetDatum(interval);
 }
 
 /*
@@ -318,7 +326,8 @@ IntervalMs(int64 ms)
  * (-1).  docs/leases.md says what shares a lease; test/sql/lease_calls.sql
  * shows each case.
  */
-static constexpr int kMaxCallCopies = 32; /* above the 13 columns of the result */
+/* Above the kGrantColumns columns of the result. */
+static constexpr int kMaxCallCopies = 32;
 
 struct RowGrant
 {
@@ -387,7 +396,7 @@ CopyOfRowGrant(LeaseTable *table, FunctionCallInfo fcinfo, MemoryContext row_con
 	LWLockAcquire(table->lock, LW_SHARED);
 	bool		held = index < table->count &&
 		table->entries[index].image.token == row_grant.image.token &&
-		IsHeld(table->entries[index], NowUnixMs());
+		LeaseIsHeld(table->entries[index], NowUnixMs());
 
 	LWLockRelease(table->lock);
 	if (held)
@@ -427,53 +436,262 @@ static Datum
 GrantResult(FunctionCallInfo fcinfo, const LeaseImage &image)
 {
 	const snowflake::Layout &layout = g_settings.layout;
+	const Datum not_after = TimestampTzGetDatum(UnixMsToTimestampTz(image.not_after_ms));
 	TupleDesc	tupdesc;
-	Datum		values[13];
-	bool		nulls[13] = {false};
+	Datum		values[kGrantColumns];
+	bool		nulls[kGrantColumns] = {false};
+	int			i = 0;
 
 	if (get_call_result_type(fcinfo, nullptr, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	values[0] = Int32GetDatum(static_cast<int32>(image.worker_id));
-	values[1] = Int32GetDatum(image.node_id);
-	values[2] = Int64GetDatum(image.token);
-	values[3] = TimestampTzGetDatum(UnixMsToTimestampTz(image.not_before_ms));
-	values[4] = TimestampTzGetDatum(UnixMsToTimestampTz(image.not_after_ms));
-	values[5] = values[4];
-	nulls[5] = image.ttl_ms == 0;
-	values[6] = TimestampTzGetDatum(image.granted_at);
-	values[7] = IntervalMs(image.window_ms / 3);
-	values[8] = TimestampTzGetDatum(UnixMsToTimestampTz(layout.epoch_ms));
-	values[9] = Int32GetDatum(layout.TimestampBits());
-	values[10] = Int32GetDatum(layout.node_bits);
-	values[11] = Int32GetDatum(layout.worker_bits);
-	values[12] = Int32GetDatum(layout.sequence_bits);
+	values[i++] = Int32GetDatum(static_cast<int32>(image.worker_id));
+	values[i++] = Int32GetDatum(image.node_id);
+	values[i++] = Int64GetDatum(image.token);
+	values[i++] = TimestampTzGetDatum(UnixMsToTimestampTz(image.not_before_ms));
+	values[i++] = not_after;
+	nulls[i] = image.ttl_ms == 0; /* expires_at: only a time-scoped lease expires */
+	values[i++] = not_after;
+	values[i++] = TimestampTzGetDatum(image.granted_at);
+	values[i++] = IntervalMsDatum(image.window_ms / 3);
+	values[i++] = TimestampTzGetDatum(UnixMsToTimestampTz(layout.epoch_ms));
+	values[i++] = Int32GetDatum(layout.TimestampBits());
+	values[i++] = Int32GetDatum(layout.node_bits);
+	values[i++] = Int32GetDatum(layout.worker_bits);
+	values[i++] = Int32GetDatum(layout.sequence_bits);
+	Assert(i == kGrantColumns);
 	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls));
 }
 
-/* Refuses a grant: every worker id of the lease space is held. */
+/* A grant's arguments, checked. */
+struct GrantRequest
+{
+	const char *holder;
+	int64		ttl_ms;			/* 0: connection-scoped */
+	ClientClockArgument client_clock;
+};
+
+/* The holder (argument 0), checked: given, short enough, printable ASCII. */
+static const char *
+HolderArgument(FunctionCallInfo fcinfo)
+{
+	if (PG_ARGISNULL(0) || VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0)) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("snowflake_lease_worker() needs a holder"),
+				 errhint("Describe the instance that leases, such as its host, process id "
+						 "and name.")));
+	if (VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0)) > kMaxHolderBytes)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a snowflake lease's holder must be at most %d bytes long, not %zu",
+						kMaxHolderBytes, VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0))),
+				 errhint("Describe the instance that leases briefly, such as its host, "
+						 "process id and name.")));
+	RefuseHolderOutsideAscii(PG_GETARG_TEXT_PP(0));
+	return text_to_cstring(PG_GETARG_TEXT_PP(0));
+}
+
+/*
+ * The ttl (argument 1) in ms, 0 if NULL: one conversion, kept with the
+ * lease for every renewal.
+ */
+static int64
+TtlArgument(FunctionCallInfo fcinfo)
+{
+	if (PG_ARGISNULL(1))
+		return 0;
+
+	Interval   *ttl = PG_GETARG_INTERVAL_P(1);
+	int64		ttl_ms = snowflake::TtlMs(ttl->month, ttl->day, ttl->time);
+	/* A month has no length in ms: say how to write the ttl instead. */
+	bool		has_months = ttl->month != 0;
+
+#ifdef INTERVAL_NOT_FINITE
+	if (INTERVAL_NOT_FINITE(ttl))
+		has_months = false;
+#endif
+	if (ttl_ms < 0)
+		ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("a snowflake lease's ttl must lie between 1 second and 24 hours, "
+					"not %s",
+						DatumGetCString(
+							DirectFunctionCall1(interval_out, IntervalPGetDatum(ttl)))),
+			 has_months ? errdetail("A month has no fixed number of milliseconds.") : 0,
+				 has_months ?
+					 errhint("Write the ttl in hours or days, for example '12 hours'.") :
+						  errhint("Pass NULL for a lease held as long as the connection.")));
+	return ttl_ms;
+}
+
+/* The grant's arguments, checked, and whether this server grants such a lease. */
+static GrantRequest
+GrantArguments(FunctionCallInfo fcinfo)
+{
+	GrantRequest request{};
+
+	request.holder = HolderArgument(fcinfo);
+	request.ttl_ms = TtlArgument(fcinfo);
+
+	/*
+	 * Behind a pooler a server connection outlives its clients and serves
+	 * many: a lease tied to it is no client's.  The operator can refuse
+	 * them for the whole server.
+	 */
+	if (request.ttl_ms == 0 && !g_settings.allow_connection_leases)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("connection-scoped snowflake leases are turned off on this server"),
+				 errdetail("snowflake.allow_connection_leases is off, as behind a "
+						   "transaction-mode connection pooler, where a server connection "
+						   "serves many clients and outlives each of them."),
+				 errhint("Pass a ttl, such as interval '1 minute', for a time-scoped "
+						 "lease, and renew it with its token before it ends.")));
+	if (g_settings.lease_workers == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("no snowflake worker ids are set aside for leases"),
+				 errhint("Set snowflake.lease_workers in postgresql.conf and restart the "
+						 "server.")));
+	request.client_clock = ClientClockOf(fcinfo, 2);
+	return request;
+}
+
+/*
+ * The parts of a grant's image that do not depend on the worker id it
+ * takes, filled in before the lock (the client address allocates memory).
+ */
 static void
-ReportAllHeld(LeaseTable *table, int64 now_ms)
+PrepareGrantImage(const GrantRequest &request, const SharedState *state, LeaseImage *image)
+{
+	memset(image, 0, sizeof(*image));
+	SetLeaseImageLayout(image);
+	image->holder_role = GetUserId();
+	if (request.ttl_ms == 0)
+	{
+		image->backend_pid = MyProcPid;
+		image->backend_start = MyStartTimestamp;
+		image->instance_id = state->instance_id;
+	}
+	image->ttl_ms = request.ttl_ms;
+	image->window_ms = request.ttl_ms > 0 ? request.ttl_ms :
+											g_settings.lease_connection_window_ms;
+	image->last_timestamp_ms = kNoTimestamp;
+	CopyClippedText(image->holder, sizeof(image->holder), request.holder);
+	CopyClippedText(image->application_name, sizeof(image->application_name),
+					application_name ? application_name : "");
+	/* PostgreSQL's check hook made it ASCII already; the image's rule is kept here. */
+	snowflake::CleanToPrintableAscii(image->application_name);
+	ClientAddress(image->client_addr, sizeof(image->client_addr));
+}
+
+/* What the locked part of a grant decided. */
+struct GrantOutcome
+{
+	snowflake::LeaseChoice choice;	/* kChosen: granted, unless the clock is off */
+	int64		now_ms;			/* the database's clock, under the lock */
+	int64		first_expiry_ms;	/* kAllHeld: the first time-scoped lease's end;
+									 * INT64_MAX: none */
+	snowflake::ClientClock clock;	/* against the worker id's previous holder */
+	int64		previous_ms;	/* that holder's last timestamp, or kNoTimestamp */
+	LeaseImage	image;			/* granted: the new lease */
+	uint64		change;
+	XLogRecPtr	lsn;
+};
+
+/* The end of the first time-scoped lease held; INT64_MAX if none.  Lock held. */
+static int64
+FirstExpiry(const LeaseTable *table, int64 now_ms)
 {
 	int64		first_expiry = INT64_MAX;
 
 	for (uint32 i = 0; i < table->count; i++)
-		if (IsHeld(table->entries[i], now_ms) && table->entries[i].image.ttl_ms > 0)
+		if (LeaseIsHeld(table->entries[i], now_ms) && table->entries[i].image.ttl_ms > 0)
 			first_expiry = Min(first_expiry, table->entries[i].image.not_after_ms);
+	return first_expiry;
+}
+
+/*
+ * Takes the table's lock, chooses a worker id, checks the client's clock
+ * against its previous holder, commits the grant ("out->image", prepared
+ * by PrepareGrantImage()) and releases the lock.  Raises no error with the
+ * lock held (but the file's, see lease_table.hpp): a refusal is returned.
+ * "histories" has room for every entry.
+ */
+static void
+GrantUnderLock(LeaseTable *table, const GrantRequest &request, int64 floor_minus_1,
+			   snowflake::LeaseHistory *histories, GrantOutcome *out)
+{
+	LockLeaseTableForChange(table);
+	out->now_ms = NowUnixMs();
+	for (uint32 i = 0; i < table->count; i++)
+		histories[i] = HistoryOf(table->entries[i], out->now_ms);
+	out->choice = snowflake::ChooseWorker(histories, table->count, out->now_ms,
+										  floor_minus_1,
+										  g_settings.lease_connection_window_ms);
+	if (out->choice.outcome == snowflake::LeaseChoice::kAllHeld)
+		out->first_expiry_ms = FirstExpiry(table, out->now_ms);
+	if (out->choice.outcome != snowflake::LeaseChoice::kChosen)
+	{
+		LWLockRelease(table->lock);
+		return;
+	}
+
+	const uint32 index = static_cast<uint32>(out->choice.index);
+
+	out->previous_ms = histories[index].ever_leased ? histories[index].last_timestamp_ms :
+													  kNoTimestamp;
+	out->clock = JudgeClientClock(request.client_clock, out->now_ms, out->previous_ms);
+	if (out->clock != snowflake::ClientClock::kOk)
+	{
+		LWLockRelease(table->lock);
+		return;
+	}
+
+	LeaseImage &image = out->image;
+
+	image.worker_id = table->first_worker_id + index;
+	image.token = table->last_token + 1;
+	image.granted_at = GetCurrentTimestamp();
+	image.renewed_at = image.granted_at;
+	image.not_before_ms = out->choice.not_before_ms;
+	image.not_after_ms = snowflake::WindowEnd(out->now_ms, out->choice.not_before_ms,
+											  image.window_ms);
+	out->change = CommitLeaseImage(table, index, &image, request.ttl_ms == 0, &out->lsn);
 	LWLockRelease(table->lock);
-	ereport(ERROR,
-			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-			 errmsg("all %d snowflake worker ids set aside for leases are leased",
-					g_settings.lease_workers),
-			 first_expiry == INT64_MAX ?
-				 errdetail("Node %d sets aside %d worker ids (snowflake.lease_workers). "
-						   "Every lease is held by a connection.",
-						   g_settings.node_id, g_settings.lease_workers) :
-				 errdetail("Node %d sets aside %d worker ids (snowflake.lease_workers). "
-						   "The first time-scoped lease runs out at %s unless renewed.",
-						   g_settings.node_id, g_settings.lease_workers,
-						   FormatUnixMs(first_expiry)),
-			 errhint("Release leases that are no longer used, or raise "
-					 "snowflake.lease_workers and restart the server.")));
+}
+
+/* ERROR for a grant that GrantUnderLock() refused; returns if it granted. */
+static void
+ReportRefusedGrant(const GrantOutcome &out, const GrantRequest &request)
+{
+	if (out.choice.outcome == snowflake::LeaseChoice::kAllHeld)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("all %d snowflake worker ids set aside for leases are leased",
+						g_settings.lease_workers),
+				 out.first_expiry_ms == INT64_MAX ?
+					 errdetail("Node %d sets aside %d worker ids "
+							   "(snowflake.lease_workers). Every lease is held by a "
+							   "connection.",
+							   g_settings.node_id, g_settings.lease_workers) :
+					 errdetail("Node %d sets aside %d worker ids "
+							   "(snowflake.lease_workers). The first time-scoped lease "
+							   "runs out at %s unless renewed.",
+							   g_settings.node_id, g_settings.lease_workers,
+							   FormatUnixMs(out.first_expiry_ms)),
+				 errhint("Release leases that are no longer used, or raise "
+						 "snowflake.lease_workers and restart the server.")));
+	if (out.choice.outcome == snowflake::LeaseChoice::kAllWaitTooLong)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("no snowflake worker id can be leased before %s",
+						FormatUnixMs(out.choice.not_before_ms + 1)),
+				 errdetail("Every free worker id was held until then by holders that "
+						   "vanished or were revoked."),
+				 errhint("Lease again after that time, or raise snowflake.lease_workers "
+						 "and restart the server.")));
+	ReportClientClock(out.clock, request.client_clock, out.now_ms, out.previous_ms);
 }
 
 extern "C" Datum
@@ -489,270 +707,231 @@ snowflake_lease_worker(PG_FUNCTION_ARGS)
 	LeaseTable *table = RequireLeaseTable();
 
 	RequestRegistryOnceIfMissing();
-	if (PG_ARGISNULL(0) || VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0)) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("snowflake_lease_worker() needs a holder"),
-				 errhint("Describe the instance that leases, such as its host, process id "
-						 "and name.")));
-	if (VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0)) > kMaxHolderBytes)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a snowflake lease's holder must be at most %d bytes long, not %zu",
-						kMaxHolderBytes, VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0))),
-				 errhint("Describe the instance that leases briefly, such as its host, "
-						 "process id and name.")));
-	RefuseHolderOutsideAscii(PG_GETARG_TEXT_PP(0));
 
-	const char *holder = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	int64		ttl_ms = 0;
+	const GrantRequest request = GrantArguments(fcinfo);
 
-	/* One conversion of the ttl, kept with the lease for every renewal. */
-	if (!PG_ARGISNULL(1))
-	{
-		Interval   *ttl = PG_GETARG_INTERVAL_P(1);
-
-		ttl_ms = snowflake::TtlMs(ttl->month, ttl->day, ttl->time);
-		/* A month has no length in ms: say how to write the ttl instead. */
-		bool has_months = ttl->month != 0;
-
-#ifdef INTERVAL_NOT_FINITE
-		if (INTERVAL_NOT_FINITE(ttl))
-			has_months = false;
-#endif
-		if (ttl_ms < 0)
-			ereport(
-				ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a snowflake lease's ttl must lie between 1 second and 24 hours, "
-						"not %s",
-						DatumGetCString(
-							DirectFunctionCall1(interval_out, IntervalPGetDatum(ttl)))),
-				 has_months ? errdetail("A month has no fixed number of milliseconds.") : 0,
-				 has_months ?
-					 errhint("Write the ttl in hours or days, for example '12 hours'.") :
-					 errhint("Pass NULL for a lease held as long as the connection.")));
-	}
-	/*
-	 * Behind a pooler a server connection outlives its clients and serves
-	 * many: a lease tied to it is no client's.  The operator can refuse
-	 * them for the whole server.
-	 */
-	if (ttl_ms == 0 && !g_settings.allow_connection_leases)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("connection-scoped snowflake leases are turned off on this server"),
-				 errdetail("snowflake.allow_connection_leases is off, as behind a "
-						   "transaction-mode connection pooler, where a server connection "
-						   "serves many clients and outlives each of them."),
-				 errhint("Pass a ttl, such as interval '1 minute', for a time-scoped "
-						 "lease, and renew it with its token before it ends.")));
-	if (g_settings.lease_workers == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("no snowflake worker ids are set aside for leases"),
-				 errhint("Set snowflake.lease_workers in postgresql.conf and restart the "
-						 "server.")));
-
-	TimestampTz client_time = PG_ARGISNULL(2) ? 0 : PG_GETARG_TIMESTAMPTZ(2);
-	const TimestampTz *client_clock = PG_ARGISNULL(2) ? nullptr : &client_time;
-
-	CheckClientClock(client_clock, NowUnixMs(), kNoTimestamp);
-
-	if (CopyOfRowGrant(table, fcinfo, row_context, holder, ttl_ms))
+	CheckClientClock(request.client_clock);
+	if (CopyOfRowGrant(table, fcinfo, row_context, request.holder, request.ttl_ms))
 		PG_RETURN_DATUM(GrantResult(fcinfo, row_grant.image));
 
 	const int64 floor_minus_1 = g_settings.layout.epoch_ms + GenerationFloor(state) - 1;
-	const int64 window_ms = ttl_ms > 0 ? ttl_ms : g_settings.lease_connection_window_ms;
 	snowflake::LeaseHistory *histories = static_cast<snowflake::LeaseHistory *>(
 		palloc(sizeof(snowflake::LeaseHistory) * table->count));
-	LeaseImage	image;
-	XLogRecPtr	lsn;
+	GrantOutcome out{};
 
-	if (ttl_ms == 0)
+	if (request.ttl_ms == 0)
 		WatchConnectionLeases();
+	PrepareGrantImage(request, state, &out.image);
+	GrantUnderLock(table, request, floor_minus_1, histories, &out);
+	ReportRefusedGrant(out, request);
+	MakeLeaseChangeDurable(table, out.change, out.lsn);
 
-	LockLeaseTableForChange(table);
-	int64		now_ms = NowUnixMs();
-
-	for (uint32 i = 0; i < table->count; i++)
-		histories[i] = HistoryOf(table->entries[i], now_ms);
-
-	snowflake::LeaseChoice choice =
-		snowflake::ChooseWorker(histories, table->count, now_ms, floor_minus_1,
-								g_settings.lease_connection_window_ms);
-
-	if (choice.outcome == snowflake::LeaseChoice::kAllHeld)
-		ReportAllHeld(table, now_ms);
-	if (choice.outcome == snowflake::LeaseChoice::kAllWaitTooLong)
-	{
-		LWLockRelease(table->lock);
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("no snowflake worker id can be leased before %s",
-						FormatUnixMs(choice.not_before_ms + 1)),
-				 errdetail("Every free worker id was held until then by holders that vanished "
-						   "or were revoked."),
-				 errhint("Lease again after that time, or raise snowflake.lease_workers and "
-						 "restart the server.")));
-	}
-
-	const uint32 index = static_cast<uint32>(choice.index);
-	int64		previous_ms = histories[index].ever_leased ?
-		histories[index].last_timestamp_ms : kNoTimestamp;
-
-	if (client_clock != nullptr &&
-		snowflake::CheckClientClock(TimestampTzToUnixMs(client_time), now_ms,
-									g_settings.lease_clock_tolerance_ms,
-									previous_ms) != snowflake::ClientClock::kOk)
-	{
-		LWLockRelease(table->lock);
-		CheckClientClock(client_clock, now_ms, previous_ms);
-	}
-
-	memset(&image, 0, sizeof(image));
-	image.worker_id = table->first_worker_id + index;
-	SetImageLayout(&image);
-	image.token = table->last_token + 1;
-	image.holder_role = GetUserId();
-	if (ttl_ms == 0)
-	{
-		image.backend_pid = MyProcPid;
-		image.backend_start = MyStartTimestamp;
-		image.instance_id = state->instance_id;
-	}
-	image.ttl_ms = ttl_ms;
-	image.window_ms = window_ms;
-	image.granted_at = GetCurrentTimestamp();
-	image.renewed_at = image.granted_at;
-	image.not_before_ms = choice.not_before_ms;
-	image.not_after_ms = snowflake::WindowEnd(now_ms, choice.not_before_ms, window_ms);
-	image.last_timestamp_ms = kNoTimestamp;
-	CopyClipped(image.holder, sizeof(image.holder), holder);
-	CopyClipped(image.application_name, sizeof(image.application_name),
-				application_name ? application_name : "");
-	/* PostgreSQL's check hook made it ASCII already; the image's rule is kept here. */
-	snowflake::CleanToPrintableAscii(image.application_name);
-	ClientAddress(image.client_addr, sizeof(image.client_addr));
-
-	uint64		change = CommitLeaseImage(table, index, &image, ttl_ms == 0, &lsn);
-
-	LWLockRelease(table->lock);
-	MakeLeaseChangeDurable(table, change, lsn);
-
-	RememberRowGrant(fcinfo, row_context, holder, ttl_ms, image);
-	PG_RETURN_DATUM(GrantResult(fcinfo, image));
+	RememberRowGrant(fcinfo, row_context, request.holder, request.ttl_ms, out.image);
+	PG_RETURN_DATUM(GrantResult(fcinfo, out.image));
 }
 
-/*
- * Renewal and release: the lease "token" names, with the table's lock held
- * exclusively, if the caller may change it; ERROR otherwise.  A released
- * lease is returned (the callers differ on it) after the role check.
- */
-static uint32
-HeldLease(LeaseTable *table, int64 token, const char *caller)
+/* A renewal's or a release's arguments. */
+struct ChangeRequest
 {
-	uint32		index = 0;
+	const char *caller;
+	int64		token;
+	bool		has_last_id;
+	int64		last_id;		/* the last ID the holder issued, if has_last_id */
+	bool		superuser;		/* the caller is one (asked before the lock) */
+};
 
-	while (index < table->count && !(table->entries[index].image.magic == kLeaseImageMagic &&
-									 table->entries[index].image.token == token))
-		index++;
-	if (index == table->count)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("snowflake lease %lld is not held", static_cast<long long>(token)),
-				 errdetail("Node %d holds no lease with this token: the lease expired or its "
-						   "connection ended, and its worker id was leased again, the server "
-						   "restarted with another layout or lease space, or the token was "
-						   "never granted here.",
-						   g_settings.node_id),
-				 errhint("Stop issuing IDs under this lease, and lease a worker id again.")));
-
-	const LeaseEntry &entry = table->entries[index];
-
-	if (entry.image.holder_role != GetUserId() && !superuser())
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("snowflake lease %lld belongs to another role",
-						static_cast<long long>(token))));
-	if (entry.image.ttl_ms == 0 && !(entry.image.flags & kLeaseReleased) &&
-		!(entry.connected && entry.image.backend_pid == MyProcPid &&
-		  entry.image.backend_start == MyStartTimestamp))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("snowflake lease %lld belongs to another connection",
-						static_cast<long long>(token)),
-				 errdetail("A connection-scoped lease is held by the connection that "
-						   "took it, and ends with it."),
-				 errhint("Call %s on that connection. Behind a connection pooler, "
-						 "take time-scoped leases (with a ttl) instead.",
-						 caller)));
-	return index;
-}
-
-/* The timestamp of "last_id" (kNoTimestamp if NULL), checked against the lease. */
-static int64
-ReportedTimestamp(const LeaseImage &image, FunctionCallInfo fcinfo, int argno)
+static ChangeRequest
+ChangeArguments(FunctionCallInfo fcinfo, const char *caller)
 {
-	if (PG_ARGISNULL(argno))
-		return kNoTimestamp;
+	ChangeRequest request{};
 
-	int64		id = PG_GETARG_INT64(argno);
-	int64		ts = 0;
-
-	switch (snowflake::CheckReportedId(g_settings.layout, id,
-									   static_cast<uint32>(image.node_id), image.worker_id,
-									   image.not_before_ms, image.not_after_ms, &ts))
-	{
-		case snowflake::ReportedId::kOk:
-			break;
-		case snowflake::ReportedId::kNegative:
-			ereport(ERROR,
-					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-					 errmsg("snowflake ID %lld is out of range", static_cast<long long>(id)),
-					 errdetail("Snowflake IDs are never negative.")));
-			break;
-		case snowflake::ReportedId::kOtherWorker:
-			{
-				snowflake::IdParts parts = snowflake::Decompose(g_settings.layout, id);
-
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("snowflake ID %lld was not issued under lease %lld",
-								static_cast<long long>(id), static_cast<long long>(image.token)),
-						 errdetail("It carries node id %u and worker id %u; the lease is worker "
-								   "id %u of node %d.",
-								   parts.node_id, parts.worker_id, image.worker_id,
-								   image.node_id)));
-			}
-			break;
-		case snowflake::ReportedId::kOutsideWindow:
-			{
-				snowflake::IdParts parts = snowflake::Decompose(g_settings.layout, id);
-
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("snowflake ID %lld lies outside the window of lease %lld",
-								static_cast<long long>(id), static_cast<long long>(image.token)),
-						 errdetail("Its timestamp is %s; the lease's IDs lie after %s and "
-								   "before %s.",
-								   FormatUnixMs(g_settings.layout.epoch_ms + parts.timestamp),
-								   FormatUnixMs(image.not_before_ms),
-								   FormatUnixMs(image.not_after_ms))));
-			}
-			break;
-	}
-	return ts;
-}
-
-static int64
-TokenArgument(FunctionCallInfo fcinfo, const char *caller)
-{
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("%s needs a lease token", caller)));
-	return PG_GETARG_INT64(0);
+	request.caller = caller;
+	request.token = PG_GETARG_INT64(0);
+	request.has_last_id = !PG_ARGISNULL(1);
+	if (request.has_last_id)
+		request.last_id = PG_GETARG_INT64(1);
+	request.superuser = superuser();
+	return request;
+}
+
+/* Why the locked part of a renewal or a release changed nothing. */
+enum class ChangeRefusal
+{
+	kNone,
+	kNotHeld,					/* no lease with this token */
+	kOtherRole,
+	kOtherConnection,			/* connection-scoped, of another backend */
+	kReleased,					/* the renewal's error; the release returns false */
+	kBadLastId,					/* the reported ID is not the lease's */
+};
+
+/* What the locked part of a renewal or a release decided. */
+struct ChangeOutcome
+{
+	ChangeRefusal refusal;
+	snowflake::ReportedId last_id;	/* kBadLastId: what is wrong with it */
+	int64		last_id_ms;		/* the reported ID's timestamp, or kNoTimestamp */
+	uint32		index;			/* the lease's entry, unless kNotHeld */
+	LeaseImage	image;			/* the lease (changed, if committed) */
+	uint64		change;
+	XLogRecPtr	lsn;
+};
+
+/*
+ * Lock held exclusively: the lease the token names, and whether the caller
+ * may change it, in this order: held, the role, the connection, released,
+ * the reported ID.  Raises no error.
+ */
+static ChangeOutcome
+DecideChange(const LeaseTable *table, const ChangeRequest &request)
+{
+	ChangeOutcome out{};
+
+	out.last_id_ms = kNoTimestamp;
+	while (out.index < table->count &&
+		   !(table->entries[out.index].image.magic == kLeaseImageMagic &&
+			 table->entries[out.index].image.token == request.token))
+		out.index++;
+	if (out.index == table->count)
+	{
+		out.refusal = ChangeRefusal::kNotHeld;
+		return out;
+	}
+
+	const LeaseEntry &entry = table->entries[out.index];
+	const bool	released = (entry.image.flags & kLeaseReleased) != 0;
+
+	out.image = entry.image;
+	if (entry.image.holder_role != GetUserId() && !request.superuser)
+		out.refusal = ChangeRefusal::kOtherRole;
+	else if (entry.image.ttl_ms == 0 && !released && !HeldByThisBackend(entry))
+		out.refusal = ChangeRefusal::kOtherConnection;
+	else if (released)
+		out.refusal = ChangeRefusal::kReleased;
+	else if (request.has_last_id)
+	{
+		out.last_id = snowflake::CheckReportedId(g_settings.layout, request.last_id,
+												 static_cast<uint32>(entry.image.node_id),
+												 entry.image.worker_id,
+												 entry.image.not_before_ms,
+												 entry.image.not_after_ms, &out.last_id_ms);
+		if (out.last_id != snowflake::ReportedId::kOk)
+			out.refusal = ChangeRefusal::kBadLastId;
+	}
+	return out;
+}
+
+/* ERROR for a reported ID that is not the lease's. */
+static void
+ReportBadLastId(snowflake::ReportedId verdict, int64 id, const LeaseImage &image)
+{
+	snowflake::IdParts parts = snowflake::Decompose(g_settings.layout, id);
+
+	if (verdict == snowflake::ReportedId::kNegative)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("snowflake ID %lld is out of range", static_cast<long long>(id)),
+				 errdetail("Snowflake IDs are never negative.")));
+	if (verdict == snowflake::ReportedId::kOtherWorker)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("snowflake ID %lld was not issued under lease %lld",
+						static_cast<long long>(id), static_cast<long long>(image.token)),
+				 errdetail("It carries node id %u and worker id %u; the lease is worker "
+						   "id %u of node %d.",
+						   parts.node_id, parts.worker_id, image.worker_id,
+						   image.node_id)));
+	if (verdict == snowflake::ReportedId::kOutsideWindow)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("snowflake ID %lld lies outside the window of lease %lld",
+						static_cast<long long>(id), static_cast<long long>(image.token)),
+				 errdetail("Its timestamp is %s; the lease's IDs lie after %s and "
+						   "before %s.",
+						   FormatUnixMs(g_settings.layout.epoch_ms + parts.timestamp),
+						   FormatUnixMs(image.not_before_ms),
+						   FormatUnixMs(image.not_after_ms))));
+}
+
+/* ERROR for a renewal or a release that DecideChange() refused (but kReleased's). */
+static void
+ReportRefusedChange(const ChangeOutcome &out, const ChangeRequest &request)
+{
+	const long long token = static_cast<long long>(request.token);
+
+	if (out.refusal == ChangeRefusal::kNotHeld)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("snowflake lease %lld is not held", token),
+				 errdetail("Node %d holds no lease with this token: the lease expired or "
+						   "its connection ended, and its worker id was leased again, the "
+						   "server restarted with another layout or lease space, or the "
+						   "token was never granted here.",
+						   g_settings.node_id),
+				 errhint("Stop issuing IDs under this lease, and lease a worker id "
+						 "again.")));
+	if (out.refusal == ChangeRefusal::kOtherRole)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("snowflake lease %lld belongs to another role", token)));
+	if (out.refusal == ChangeRefusal::kOtherConnection)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("snowflake lease %lld belongs to another connection", token),
+				 errdetail("A connection-scoped lease is held by the connection that "
+						   "took it, and ends with it."),
+				 errhint("Call %s on that connection. Behind a connection pooler, "
+						 "take time-scoped leases (with a ttl) instead.",
+						 request.caller)));
+	if (out.refusal == ChangeRefusal::kBadLastId)
+		ReportBadLastId(out.last_id, request.last_id, out.image);
+}
+
+/* Takes the lock, decides, renews the lease if the caller may, releases the lock. */
+static ChangeOutcome
+RenewUnderLock(LeaseTable *table, const ChangeRequest &request)
+{
+	LockLeaseTableForChange(table);
+
+	ChangeOutcome out = DecideChange(table, request);
+
+	if (out.refusal == ChangeRefusal::kNone)
+	{
+		LeaseImage &image = out.image;
+		const int64 now_ms = NowUnixMs();
+
+		image.renewed_at = GetCurrentTimestamp();
+		image.not_after_ms = Max(image.not_after_ms, now_ms + image.window_ms);
+		if (out.last_id_ms != kNoTimestamp)
+			image.last_timestamp_ms = Max(image.last_timestamp_ms, out.last_id_ms);
+		out.change = CommitLeaseImage(table, out.index, &image,
+									  table->entries[out.index].connected, &out.lsn);
+	}
+	LWLockRelease(table->lock);
+	return out;
+}
+
+static Datum
+RenewResult(FunctionCallInfo fcinfo, const LeaseImage &image)
+{
+	const Datum not_after = TimestampTzGetDatum(UnixMsToTimestampTz(image.not_after_ms));
+	TupleDesc	tupdesc;
+	Datum		values[kRenewColumns];
+	bool		nulls[kRenewColumns] = {false};
+	int			i = 0;
+
+	if (get_call_result_type(fcinfo, nullptr, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	values[i++] = not_after;
+	nulls[i] = image.ttl_ms == 0; /* expires_at: only a time-scoped lease expires */
+	values[i++] = not_after;
+	values[i++] = TimestampTzGetDatum(image.renewed_at);
+	Assert(i == kRenewColumns);
+	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls));
 }
 
 extern "C" Datum
@@ -763,45 +942,56 @@ snowflake_renew_lease(PG_FUNCTION_ARGS)
 	RefuseOutsidePrimaryBackend(caller);
 	RefuseInReadOnlyTransaction(caller);
 	LeaseTable *table = RequireLeaseTable();
-	int64		token = TokenArgument(fcinfo, caller);
-	TimestampTz client_time = PG_ARGISNULL(2) ? 0 : PG_GETARG_TIMESTAMPTZ(2);
+	const ChangeRequest request = ChangeArguments(fcinfo, caller);
 
-	CheckClientClock(PG_ARGISNULL(2) ? nullptr : &client_time, NowUnixMs(), kNoTimestamp);
+	CheckClientClock(ClientClockOf(fcinfo, 2));
 
-	LockLeaseTableForChange(table);
-	uint32		index = HeldLease(table, token, caller);
-	LeaseImage	image = table->entries[index].image;
+	const ChangeOutcome out = RenewUnderLock(table, request);
 
-	if (image.flags & kLeaseReleased)
+	if (out.refusal == ChangeRefusal::kReleased)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("snowflake lease %lld was released", static_cast<long long>(token)),
+				 errmsg("snowflake lease %lld was released",
+						static_cast<long long>(request.token)),
 				 errhint("Lease a worker id again.")));
-
-	int64		reported = ReportedTimestamp(image, fcinfo, 1);
-	int64		now_ms = NowUnixMs();
-	XLogRecPtr	lsn;
-
-	image.renewed_at = GetCurrentTimestamp();
-	image.not_after_ms = Max(image.not_after_ms, now_ms + image.window_ms);
-	if (reported != kNoTimestamp)
-		image.last_timestamp_ms = Max(image.last_timestamp_ms, reported);
-
-	(void) CommitLeaseImage(table, index, &image, table->entries[index].connected, &lsn);
-	LWLockRelease(table->lock);
+	ReportRefusedChange(out, request);
 	/* Not waited for: a start after a crash settles renewals (lease_table.hpp). */
-	PublishLeaseChange(lsn);
+	PublishLeaseChange(out.lsn);
+	PG_RETURN_DATUM(RenewResult(fcinfo, out.image));
+}
 
-	TupleDesc	tupdesc;
-	Datum		values[3];
-	bool		nulls[3] = {false, image.ttl_ms == 0, false};
+/*
+ * Takes the lock, decides, releases the lease if the caller may (revokes
+ * it, for another role), releases the lock.
+ */
+static ChangeOutcome
+ReleaseUnderLock(LeaseTable *table, const ChangeRequest &request)
+{
+	LockLeaseTableForChange(table);
 
-	if (get_call_result_type(fcinfo, nullptr, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	values[0] = TimestampTzGetDatum(UnixMsToTimestampTz(image.not_after_ms));
-	values[1] = values[0];
-	values[2] = TimestampTzGetDatum(image.renewed_at);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+	ChangeOutcome out = DecideChange(table, request);
+
+	if (out.refusal == ChangeRefusal::kNone)
+	{
+		LeaseImage &image = out.image;
+
+		if (out.last_id_ms != kNoTimestamp)
+			image.last_timestamp_ms = Max(image.last_timestamp_ms, out.last_id_ms);
+		/*
+		 * Another role (a superuser) revokes the lease: it cannot know what
+		 * the holder issued, so the next holder starts above the whole window.
+		 */
+		if (image.holder_role != GetUserId())
+		{
+			image.last_timestamp_ms = Max(image.last_timestamp_ms, image.not_after_ms - 1);
+			image.flags |= kLeaseRevoked;
+		}
+		image.flags |= kLeaseReleased;
+		image.released_at = GetCurrentTimestamp();
+		out.change = CommitLeaseImage(table, out.index, &image, false, &out.lsn);
+	}
+	LWLockRelease(table->lock);
+	return out;
 }
 
 extern "C" Datum
@@ -812,181 +1002,19 @@ snowflake_release_lease(PG_FUNCTION_ARGS)
 	RefuseOutsidePrimaryBackend(caller);
 	RefuseInReadOnlyTransaction(caller);
 	LeaseTable *table = RequireLeaseTable();
-	int64		token = TokenArgument(fcinfo, caller);
+	const ChangeRequest request = ChangeArguments(fcinfo, caller);
+	const ChangeOutcome out = ReleaseUnderLock(table, request);
 
-	LockLeaseTableForChange(table);
-	uint32		index = HeldLease(table, token, caller);
-	LeaseImage	image = table->entries[index].image;
-
-	if (image.flags & kLeaseReleased)
-	{
-		LWLockRelease(table->lock);
+	if (out.refusal == ChangeRefusal::kReleased)
 		PG_RETURN_BOOL(false);
-	}
-
-	int64		reported = ReportedTimestamp(image, fcinfo, 1);
-	XLogRecPtr	lsn;
-
-	if (reported != kNoTimestamp)
-		image.last_timestamp_ms = Max(image.last_timestamp_ms, reported);
-	/*
-	 * Another role (a superuser) revokes the lease: it cannot know what the
-	 * holder issued, so the next holder starts above the whole window.
-	 */
-	if (image.holder_role != GetUserId())
-	{
-		image.last_timestamp_ms = Max(image.last_timestamp_ms, image.not_after_ms - 1);
-		image.flags |= kLeaseRevoked;
-	}
-	image.flags |= kLeaseReleased;
-	image.released_at = GetCurrentTimestamp();
-
-	uint64		change = CommitLeaseImage(table, index, &image, false, &lsn);
-
-	LWLockRelease(table->lock);
+	ReportRefusedChange(out, request);
 	/*
 	 * A release lost in a crash only keeps the worker id taken until its
 	 * window ends; a revocation must hold, so it is waited for.
 	 */
-	if (image.flags & kLeaseRevoked)
-		MakeLeaseChangeDurable(table, change, lsn);
+	if (out.image.flags & kLeaseRevoked)
+		MakeLeaseChangeDurable(table, out.change, out.lsn);
 	else
-		PublishLeaseChange(lsn);
-	PG_RETURN_BOOL(true);
-}
-
-/* A field of a version 1.4 lease row; "isnull" set. */
-static Datum
-Field(HeapTupleHeader row, const char *name, bool *isnull)
-{
-	return GetAttributeByName(row, name, isnull);
-}
-
-/*
- * Version 1.4 to 1.5: carries one row of the old table snowflake_worker_leases
- * into the lease table, if it is this node's, of the running layout and
- * lease space, and newer than what the table holds.  Called by the update
- * script only (superuser), then dropped.  A connection-scoped lease's
- * connection cannot be watched from here: it is carried as ended, so the
- * next holder starts above its window and its holder is told at its next
- * renewal.
- */
-extern "C" Datum
-snowflake_lease_import_v14(PG_FUNCTION_ARGS)
-{
-	RefuseOutsidePrimaryBackend("ALTER EXTENSION snowflake UPDATE");
-	LeaseTable *table = RequireLeaseTable();
-
-	if (!superuser())
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("only a superuser may import snowflake leases")));
-
-	HeapTupleHeader row = PG_GETARG_HEAPTUPLEHEADER(0);
-	bool		isnull;
-	int32		node_id = DatumGetInt32(Field(row, "node_id", &isnull));
-	int32		worker_id = DatumGetInt32(Field(row, "worker_id", &isnull));
-	int64		token = DatumGetInt64(Field(row, "token", &isnull));
-	char		layout_text[96];
-	const snowflake::Layout &layout = g_settings.layout;
-
-	snprintf(layout_text, sizeof(layout_text), INT64_FORMAT "/%d/%d/%d", layout.epoch_ms,
-			 layout.node_bits, layout.worker_bits, layout.sequence_bits);
-
-	char	   *row_layout = TextDatumGetCString(Field(row, "layout", &isnull));
-
-	if (node_id != g_settings.node_id || worker_id < static_cast<int32>(table->first_worker_id) ||
-		worker_id >= static_cast<int32>(table->first_worker_id + table->count) ||
-		strcmp(row_layout, layout_text) != 0)
-		PG_RETURN_BOOL(false);
-
-	LeaseImage	image;
-
-	memset(&image, 0, sizeof(image));
-	image.worker_id = static_cast<uint32>(worker_id);
-	SetImageLayout(&image);
-	image.token = token;
-	image.holder_role = get_role_oid(NameStr(*DatumGetName(Field(row, "holder_role", &isnull))),
-									 true);
-	CopyClipped(image.holder, sizeof(image.holder),
-				TextDatumGetCString(Field(row, "holder", &isnull)));
-	Datum		value = Field(row, "application_name", &isnull);
-
-	if (!isnull)
-		CopyClipped(image.application_name, sizeof(image.application_name),
-					TextDatumGetCString(value));
-	/* 1.4 took any holder, in the database's encoding: kept as every database can show it. */
-	snowflake::CleanToPrintableAscii(image.holder);
-	snowflake::CleanToPrintableAscii(image.application_name);
-	value = Field(row, "client_addr", &isnull);
-	if (!isnull)
-		CopyClipped(image.client_addr, sizeof(image.client_addr),
-					DatumGetCString(DirectFunctionCall1(inet_out, value)));
-	value = Field(row, "backend_pid", &isnull);
-	image.backend_pid = isnull ? 0 : DatumGetInt32(value);
-	value = Field(row, "backend_start", &isnull);
-	image.backend_start = isnull ? 0 : DatumGetTimestampTz(value);
-	value = Field(row, "instance_id", &isnull);
-	if (!isnull)
-		image.instance_id = *DatumGetUUIDP(value);
-	image.window_ms = DatumGetInt64(Field(row, "window_ms", &isnull));
-	(void) Field(row, "ttl", &isnull);
-	image.ttl_ms = isnull ? 0 : image.window_ms;
-	image.granted_at = DatumGetTimestampTz(Field(row, "granted_at", &isnull));
-	image.renewed_at = DatumGetTimestampTz(Field(row, "renewed_at", &isnull));
-	image.not_before_ms = DatumGetInt64(Field(row, "not_before_ms", &isnull));
-	image.not_after_ms = DatumGetInt64(Field(row, "not_after_ms", &isnull));
-	value = Field(row, "last_timestamp_ms", &isnull);
-	image.last_timestamp_ms = isnull ? kNoTimestamp : DatumGetInt64(value);
-	value = Field(row, "released_at", &isnull);
-	if (!isnull)
-	{
-		image.released_at = DatumGetTimestampTz(value);
-		image.flags |= kLeaseReleased;
-	}
-
-	uint32		index = image.worker_id - table->first_worker_id;
-	XLogRecPtr	lsn;
-
-	image.flags |= kLeaseImported;
-
-	/*
-	 * Only into a lease table that version 1.5 has not granted from yet: its
-	 * tokens and windows would clash with the old table's.
-	 */
-	LockLeaseTableForChange(table);
-	for (uint32 i = 0; i < table->count; i++)
-	{
-		const LeaseImage &current = table->entries[i].image;
-
-		if (current.magic == kLeaseImageMagic && !(current.flags & kLeaseImported))
-		{
-			LWLockRelease(table->lock);
-			ereport(WARNING,
-					(errmsg("snowflake lease " INT64_FORMAT " of worker id %d, taken under "
-							"version 1.4, was not carried into version 1.5",
-							token, worker_id),
-					 errdetail(
-						 "This server leased worker ids under version 1.5 before this "
-						 "database was updated."),
-					 errhint(
-						 "Update first the database whose 1.4 table "
-						 "snowflake_worker_leases held the leases (where "
-						 "snowflake.database pointed under 1.4).  The lease's holder is "
-						 "told at its next renewal.")));
-			PG_RETURN_BOOL(false);
-		}
-	}
-	if (table->entries[index].image.magic == kLeaseImageMagic &&
-		table->entries[index].image.token >= token)
-	{
-		LWLockRelease(table->lock);
-		PG_RETURN_BOOL(false);
-	}
-
-	uint64		change = CommitLeaseImage(table, index, &image, false, &lsn);
-
-	LWLockRelease(table->lock);
-	MakeLeaseChangeDurable(table, change, lsn);
+		PublishLeaseChange(out.lsn);
 	PG_RETURN_BOOL(true);
 }

@@ -42,22 +42,81 @@ extern "C"
 PG_FUNCTION_INFO_V1(snowflake_lease_list);
 }
 
+/* The columns of snowflake_lease_list(), as snowflake--1.5.sql declares them. */
 static constexpr int kLeaseListColumns = 17;
 
 static const char *
-StateOf(const LeaseEntry &entry, int64 now_ms)
+StateName(LeaseState state)
 {
-	if (entry.image.flags & kLeaseReleased)
-		return "released";
-	if (entry.image.ttl_ms == 0)
-		return entry.connected ? "held" : "disconnected";
-	return entry.image.not_after_ms > now_ms ? "held" : "expired";
+	switch (state)
+	{
+		case LeaseState::kHeld:
+			return "held";
+		case LeaseState::kReleased:
+			return "released";
+		case LeaseState::kExpired:
+			return "expired";
+		case LeaseState::kDisconnected:
+			return "disconnected";
+		case LeaseState::kNeverLeased:
+			break;
+	}
+	return "never leased";
 }
 
 static Datum
 UnixMsDatum(int64 unix_ms)
 {
 	return TimestampTzGetDatum(UnixMsToTimestampTz(unix_ms));
+}
+
+/* Adds the row of "entry" (a copy, whose text it cleans) to the result. */
+static void
+PutLeaseRow(ReturnSetInfo *rsinfo, LeaseEntry *entry, LeaseState state)
+{
+	LeaseImage &image = entry->image;
+	const char *role = GetUserNameFromId(image.holder_role, true);
+	const bool	time_scoped = image.ttl_ms > 0;
+	const bool	has_address = image.client_addr[0] != '\0';
+	const bool	reported = image.last_timestamp_ms != snowflake::kNoTimestamp;
+	Datum		values[kLeaseListColumns];
+	bool		nulls[kLeaseListColumns] = {false};
+	int			i = 0;
+
+	image.holder[sizeof(image.holder) - 1] = '\0';
+	image.application_name[sizeof(image.application_name) - 1] = '\0';
+	snowflake::CleanToPrintableAscii(image.holder);
+	snowflake::CleanToPrintableAscii(image.application_name);
+
+	values[i++] = Int32GetDatum(image.node_id);
+	values[i++] = Int32GetDatum(static_cast<int32>(image.worker_id));
+	values[i++] = Int64GetDatum(image.token);
+	values[i++] = CStringGetTextDatum(StateName(state));
+	values[i++] = CStringGetTextDatum(image.holder);
+	nulls[i] = role == nullptr;
+	values[i++] = role != nullptr ? DirectFunctionCall1(namein, CStringGetDatum(role)) :
+									Datum(0);
+	nulls[i] = !has_address;
+	values[i++] = has_address ?
+		DirectFunctionCall1(inet_in, CStringGetDatum(image.client_addr)) :
+		Datum(0);
+	values[i++] = CStringGetTextDatum(image.application_name);
+	nulls[i] = time_scoped;
+	values[i++] = Int32GetDatum(image.backend_pid);
+	nulls[i] = !time_scoped;
+	values[i++] = time_scoped ? IntervalMsDatum(image.ttl_ms) : Datum(0);
+	values[i++] = TimestampTzGetDatum(image.granted_at);
+	values[i++] = TimestampTzGetDatum(image.renewed_at);
+	nulls[i] = !time_scoped;
+	values[i++] = UnixMsDatum(image.not_after_ms);
+	values[i++] = UnixMsDatum(image.not_before_ms);
+	values[i++] = UnixMsDatum(image.not_after_ms);
+	nulls[i] = !reported;
+	values[i++] = reported ? UnixMsDatum(image.last_timestamp_ms) : Datum(0);
+	nulls[i] = !(image.flags & kLeaseReleased);
+	values[i++] = TimestampTzGetDatum(image.released_at);
+	Assert(i == kLeaseListColumns);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
 extern "C" Datum
@@ -80,58 +139,13 @@ snowflake_lease_list(PG_FUNCTION_ARGS)
 
 	for (uint32 i = 0; i < table->count; i++)
 	{
-		const LeaseEntry &entry = entries[i];
-		LeaseImage &image = entries[i].image;
-		Datum		values[kLeaseListColumns];
-		bool		nulls[kLeaseListColumns] = {false};
+		LeaseState	state = StateOfLease(entries[i], now_ms);
 
-		if (image.magic != kLeaseImageMagic || image.token == 0)
+		if (state == LeaseState::kNeverLeased)
 			continue;
-		if (!sees_all && !has_privs_of_role(GetUserId(), image.holder_role))
+		if (!sees_all && !has_privs_of_role(GetUserId(), entries[i].image.holder_role))
 			continue;
-
-		const char *role = GetUserNameFromId(image.holder_role, true);
-
-		image.holder[sizeof(image.holder) - 1] = '\0';
-		image.application_name[sizeof(image.application_name) - 1] = '\0';
-		snowflake::CleanToPrintableAscii(image.holder);
-		snowflake::CleanToPrintableAscii(image.application_name);
-		const bool time_scoped = image.ttl_ms > 0;
-
-		values[0] = Int32GetDatum(image.node_id);
-		values[1] = Int32GetDatum(static_cast<int32>(image.worker_id));
-		values[2] = Int64GetDatum(image.token);
-		values[3] = CStringGetTextDatum(StateOf(entry, now_ms));
-		values[4] = CStringGetTextDatum(image.holder);
-		nulls[5] = role == nullptr;
-		if (role != nullptr)
-			values[5] = DirectFunctionCall1(namein, CStringGetDatum(role));
-		nulls[6] = image.client_addr[0] == '\0';
-		if (!nulls[6])
-			values[6] = DirectFunctionCall1(inet_in, CStringGetDatum(image.client_addr));
-		values[7] = CStringGetTextDatum(image.application_name);
-		nulls[8] = time_scoped;
-		values[8] = Int32GetDatum(image.backend_pid);
-		nulls[9] = !time_scoped;
-		if (time_scoped)
-		{
-			Interval   *ttl = static_cast<Interval *>(palloc0(sizeof(Interval)));
-
-			ttl->time = image.ttl_ms * 1000;
-			values[9] = IntervalPGetDatum(ttl);
-		}
-		values[10] = TimestampTzGetDatum(image.granted_at);
-		values[11] = TimestampTzGetDatum(image.renewed_at);
-		nulls[12] = !time_scoped;
-		values[12] = UnixMsDatum(image.not_after_ms);
-		values[13] = UnixMsDatum(image.not_before_ms);
-		values[14] = UnixMsDatum(image.not_after_ms);
-		nulls[15] = image.last_timestamp_ms == snowflake::kNoTimestamp;
-		if (!nulls[15])
-			values[15] = UnixMsDatum(image.last_timestamp_ms);
-		nulls[16] = !(image.flags & kLeaseReleased);
-		values[16] = TimestampTzGetDatum(image.released_at);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		PutLeaseRow(rsinfo, &entries[i], state);
 	}
 	return static_cast<Datum>(0);
 }

@@ -5,7 +5,7 @@
  *
  * Lease space: the top snowflake.lease_workers worker ids of this node.
  * Sessions never attach to them (shared_state.cpp makes no slot for them);
- * snowflake_lease_worker() hands them out (src/sql, snowflake--1.3--1.4.sql).
+ * snowflake_lease_worker() hands them out (lease_functions.cpp).
  *
  * $PGDATA/snowflake.leases holds "worker_bits lease_workers" as the server
  * last ran with.  A lease may let its holder issue IDs for up to 24 h after

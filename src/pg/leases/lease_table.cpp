@@ -26,6 +26,7 @@ extern "C"
 #include "storage/fd.h"			/* BasicOpenFile, pg_fdatasync, data_sync_elevel */
 #include "storage/ipc.h"		/* before_shmem_exit, shmem hooks */
 #include "storage/shmem.h"
+#include "utils/timestamp.h"	/* IntervalPGetDatum */
 }
 
 #include <cerrno>
@@ -67,13 +68,51 @@ LeaseFilePath(char *path)
 	DataDirectoryFile(kLeaseStateFileName, path);
 }
 
+/* What an entry says: the helpers the lease functions and the view share. */
+
+LeaseState
+StateOfLease(const LeaseEntry &entry, int64 now_ms)
+{
+	const LeaseImage &image = entry.image;
+
+	if (image.magic != kLeaseImageMagic || image.token == 0)
+		return LeaseState::kNeverLeased;
+	if (image.flags & kLeaseReleased)
+		return LeaseState::kReleased;
+	if (image.ttl_ms == 0)
+		return entry.connected ? LeaseState::kHeld : LeaseState::kDisconnected;
+	return image.not_after_ms > now_ms ? LeaseState::kHeld : LeaseState::kExpired;
+}
+
 bool
-ImageMatches(const LeaseImage &image, const snowflake::Layout &layout, int node_id)
+LeaseIsHeld(const LeaseEntry &entry, int64 now_ms)
+{
+	return StateOfLease(entry, now_ms) == LeaseState::kHeld;
+}
+
+bool
+HeldByThisBackend(const LeaseEntry &entry)
+{
+	return entry.connected && entry.image.backend_pid == MyProcPid &&
+		entry.image.backend_start == MyStartTimestamp;
+}
+
+bool
+LeaseImageMadeUnder(const LeaseImage &image, const snowflake::Layout &layout, int node_id)
 {
 	return image.node_id == node_id && image.layout_epoch_ms == layout.epoch_ms &&
 		image.layout_node_bits == layout.node_bits &&
 		image.layout_worker_bits == layout.worker_bits &&
 		image.layout_sequence_bits == layout.sequence_bits;
+}
+
+Datum
+IntervalMsDatum(int64 ms)
+{
+	Interval   *interval = static_cast<Interval *>(palloc0(sizeof(Interval)));
+
+	interval->time = ms * 1000;
+	return IntervalPGetDatum(interval);
 }
 
 /*
@@ -378,8 +417,7 @@ EndConnectionLeases(int code, Datum arg)
 	{
 		LeaseEntry &entry = table->entries[i];
 
-		if (entry.connected && entry.image.backend_pid == MyProcPid &&
-			entry.image.backend_start == MyStartTimestamp)
+		if (HeldByThisBackend(entry))
 			entry.connected = false;
 	}
 	LWLockRelease(table->lock);
@@ -435,7 +473,7 @@ ReplayLeaseRecord(XLogReaderState *record)
 	LeaseEntry *entry = image.worker_id >= table->first_worker_id && index < table->count ?
 		&table->entries[index] : nullptr;
 	bool		apply = entry != nullptr &&
-		ImageMatches(image, g_settings.layout, g_settings.node_id) &&
+		LeaseImageMadeUnder(image, g_settings.layout, g_settings.node_id) &&
 		(entry->image.magic != kLeaseImageMagic || image.change > entry->image.change);
 
 	/*

@@ -85,6 +85,17 @@
  * Locking: one LWLock guards the entries, held for a few microseconds per
  * change (copy, write into the page cache, WAL insert); the fsync and the
  * wait for synchronous standbys happen after it is released.
+ *
+ * Errors and the lock: the lease functions never raise an error while they
+ * hold it.  Each takes it in one function that decides (and commits the
+ * change, if any), returns the outcome as plain data and releases it; the
+ * caller reports from that outcome, then makes the change durable and
+ * builds its row.  Nothing under the lock allocates memory (timestamps are
+ * formatted for messages after the release) or reads the catalogs.  The
+ * one exception is a failed write of the file in lease_table.cpp (in
+ * LockLeaseTableForChange(), CommitLeaseImage() and redo): that ERROR
+ * leaves the release to abort processing (LWLockReleaseAll), as any ERROR
+ * does.
  */
 #ifndef SNOWFLAKE_PG_LEASE_TABLE_HPP
 #define SNOWFLAKE_PG_LEASE_TABLE_HPP
@@ -204,7 +215,8 @@ struct LeaseEntry
 
 struct LeaseTable
 {
-	LWLock	   *lock;			/* guards everything below but synced_change */
+	LWLock	   *lock;			/* guards the fields below but written_change
+								 * (atomic) and synced_change */
 	LWLock	   *sync_lock;		/* serialises fsyncs of the file */
 	uint32		first_worker_id;
 	uint32		count;			/* snowflake.lease_workers */
@@ -225,9 +237,33 @@ void		InstallLeaseTableHooks(void);
 /* The lease table; ERROR if the library was not preloaded. */
 LeaseTable *RequireLeaseTable(void);
 
+/*
+ * What an entry says, read the same way by the grant, the renewal and
+ * snowflake_leases.  Callers hold the table's lock or read a copy.
+ */
+enum class LeaseState
+{
+	kNeverLeased,				/* no lease under this server's layout */
+	kHeld,
+	kReleased,					/* released or revoked */
+	kExpired,					/* time-scoped, past its not_after */
+	kDisconnected				/* connection-scoped, its backend gone */
+};
+
+LeaseState	StateOfLease(const LeaseEntry &entry, int64 now_ms);
+
+/* Whether the entry's lease is held now (StateOfLease() is kHeld). */
+bool		LeaseIsHeld(const LeaseEntry &entry, int64 now_ms);
+
+/* Whether the entry is a connection-scoped lease of this backend, still held. */
+bool		HeldByThisBackend(const LeaseEntry &entry);
+
 /* Whether an image was made under "layout" by node "node_id". */
-bool		ImageMatches(const LeaseImage &image, const snowflake::Layout &layout,
-						 int node_id);
+bool		LeaseImageMadeUnder(const LeaseImage &image, const snowflake::Layout &layout,
+								int node_id);
+
+/* The interval of "ms" milliseconds, as a Datum (palloc'd). */
+Datum		IntervalMsDatum(int64 ms);
 
 /*
  * Takes the table's lock exclusively for a change, settling the table

@@ -1,0 +1,262 @@
+/*
+ * lease_v14.cpp
+ *	  Version 1.4's afterlife: what the library does about 1.4's leases.
+ *
+ * Version 1.4 kept leases in a table of each database,
+ * snowflake_worker_leases, changed through SECURITY DEFINER PL/pgSQL
+ * functions that called the C function snowflake_lease_context(); from 1.5
+ * on the library keeps them in the server (lease_table.hpp).
+ *	- snowflake_lease_import_v14(): the 1.4 to 1.5 update script calls it
+ *	  (as a superuser) for each row of the old table, then drops it;
+ *	- snowflake_lease_context(): refuses, in a database still at 1.4 (its
+ *	  SECURITY DEFINER callers are refused before that, old_versions.cpp).
+ */
+extern "C"
+{
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "funcapi.h"			/* GetAttributeByName */
+#include "miscadmin.h"			/* superuser */
+#include "utils/acl.h"			/* get_role_oid */
+#include "utils/builtins.h"		/* TextDatumGetCString */
+#include "utils/fmgrprotos.h"	/* inet_out */
+#include "utils/inet.h"
+#include "utils/timestamp.h"
+#include "utils/uuid.h"
+}
+
+#include <cstdio>
+
+#include "core/holder_text.hpp"
+#include "pg/leases/lease_functions.hpp"
+#include "pg/leases/lease_table.hpp"
+#include "pg/settings.hpp"
+
+extern "C"
+{
+PG_FUNCTION_INFO_V1(snowflake_lease_import_v14);
+PG_FUNCTION_INFO_V1(snowflake_lease_context);
+}
+
+/*
+ * A column of a version 1.4 lease row that 1.4's table declares NOT NULL.
+ * A NULL there (a table changed by hand) is refused: read as 0 it would
+ * carry a lease with a window of nothing.
+ */
+static Datum
+RequiredField(HeapTupleHeader row, const char *name)
+{
+	bool		isnull;
+	Datum		value = GetAttributeByName(row, name, &isnull);
+
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("column \"%s\" of a snowflake 1.4 lease is null", name),
+				 errdetail("Version 1.4's table snowflake_worker_leases declares it NOT "
+						   "NULL, so the row cannot be carried into version 1.5."),
+				 errhint("Correct or delete the row of snowflake_worker_leases, then "
+						 "update again.")));
+	return value;
+}
+
+/* A column of a version 1.4 lease row that may be NULL; "isnull" set. */
+static Datum
+OptionalField(HeapTupleHeader row, const char *name, bool *isnull)
+{
+	return GetAttributeByName(row, name, isnull);
+}
+
+/* Whether a 1.4 row is this node's, of the running layout and lease space. */
+static bool
+IsThisServersLease(HeapTupleHeader row, const LeaseTable *table, int32 worker_id)
+{
+	const snowflake::Layout &layout = g_settings.layout;
+	int32		node_id = DatumGetInt32(RequiredField(row, "node_id"));
+	char		layout_text[96];
+
+	snprintf(layout_text, sizeof(layout_text), INT64_FORMAT "/%d/%d/%d", layout.epoch_ms,
+			 layout.node_bits, layout.worker_bits, layout.sequence_bits);
+
+	char	   *row_layout = TextDatumGetCString(RequiredField(row, "layout"));
+
+	return node_id == g_settings.node_id &&
+		worker_id >= static_cast<int32>(table->first_worker_id) &&
+		worker_id < static_cast<int32>(table->first_worker_id + table->count) &&
+		strcmp(row_layout, layout_text) == 0;
+}
+
+/* The connection and the text of a 1.4 row, as printable ASCII. */
+static void
+ReadHolder(HeapTupleHeader row, LeaseImage *image)
+{
+	bool		isnull;
+	Datum		value;
+
+	image->holder_role =
+		get_role_oid(NameStr(*DatumGetName(RequiredField(row, "holder_role"))), true);
+	CopyClippedText(image->holder, sizeof(image->holder),
+					TextDatumGetCString(RequiredField(row, "holder")));
+	value = OptionalField(row, "application_name", &isnull);
+	if (!isnull)
+		CopyClippedText(image->application_name, sizeof(image->application_name),
+						TextDatumGetCString(value));
+	/* 1.4 took any holder, in the database's encoding: kept as every database can show it. */
+	snowflake::CleanToPrintableAscii(image->holder);
+	snowflake::CleanToPrintableAscii(image->application_name);
+	value = OptionalField(row, "client_addr", &isnull);
+	if (!isnull)
+		CopyClippedText(image->client_addr, sizeof(image->client_addr),
+						DatumGetCString(DirectFunctionCall1(inet_out, value)));
+	value = OptionalField(row, "backend_pid", &isnull);
+	image->backend_pid = isnull ? 0 : DatumGetInt32(value);
+	value = OptionalField(row, "backend_start", &isnull);
+	image->backend_start = isnull ? 0 : DatumGetTimestampTz(value);
+	value = OptionalField(row, "instance_id", &isnull);
+	if (!isnull)
+		image->instance_id = *DatumGetUUIDP(value);
+}
+
+/* The window and history of a 1.4 row. */
+static void
+ReadWindow(HeapTupleHeader row, LeaseImage *image)
+{
+	bool		isnull;
+	Datum		value;
+
+	image->window_ms = DatumGetInt64(RequiredField(row, "window_ms"));
+	(void) OptionalField(row, "ttl", &isnull);
+	image->ttl_ms = isnull ? 0 : image->window_ms;
+	image->granted_at = DatumGetTimestampTz(RequiredField(row, "granted_at"));
+	image->renewed_at = DatumGetTimestampTz(RequiredField(row, "renewed_at"));
+	image->not_before_ms = DatumGetInt64(RequiredField(row, "not_before_ms"));
+	image->not_after_ms = DatumGetInt64(RequiredField(row, "not_after_ms"));
+	value = OptionalField(row, "last_timestamp_ms", &isnull);
+	image->last_timestamp_ms = isnull ? snowflake::kNoTimestamp : DatumGetInt64(value);
+	value = OptionalField(row, "released_at", &isnull);
+	if (!isnull)
+	{
+		image->released_at = DatumGetTimestampTz(value);
+		image->flags |= kLeaseReleased;
+	}
+}
+
+/* What the locked part of an import decided. */
+enum class ImportOutcome
+{
+	kImported,
+	kNotNewer,					/* the table holds this lease or a later one */
+	kAfterGrants,				/* version 1.5 granted from the table already */
+};
+
+/*
+ * Takes the table's lock, commits "image" into the entry at "index" if it
+ * may, releases the lock.  Only into a lease table that version 1.5 has not
+ * granted from yet: its tokens and windows would clash with the old
+ * table's.
+ */
+static ImportOutcome
+ImportUnderLock(LeaseTable *table, uint32 index, LeaseImage *image, uint64 *change,
+				XLogRecPtr *lsn)
+{
+	ImportOutcome outcome = ImportOutcome::kImported;
+
+	LockLeaseTableForChange(table);
+	for (uint32 i = 0; i < table->count; i++)
+	{
+		const LeaseImage &current = table->entries[i].image;
+
+		if (current.magic == kLeaseImageMagic && !(current.flags & kLeaseImported))
+			outcome = ImportOutcome::kAfterGrants;
+	}
+	if (outcome == ImportOutcome::kImported &&
+		table->entries[index].image.magic == kLeaseImageMagic &&
+		table->entries[index].image.token >= image->token)
+		outcome = ImportOutcome::kNotNewer;
+	if (outcome == ImportOutcome::kImported)
+		*change = CommitLeaseImage(table, index, image, false, lsn);
+	LWLockRelease(table->lock);
+	return outcome;
+}
+
+/*
+ * Version 1.4 to 1.5: carries one row of the old table snowflake_worker_leases
+ * into the lease table, if it is this node's, of the running layout and
+ * lease space, and newer than what the table holds.  Called by the update
+ * script only (superuser), then dropped.  A connection-scoped lease's
+ * connection cannot be watched from here: it is carried as ended, so the
+ * next holder starts above its window and its holder is told at its next
+ * renewal.
+ */
+extern "C" Datum
+snowflake_lease_import_v14(PG_FUNCTION_ARGS)
+{
+	RefuseOutsidePrimaryBackend("ALTER EXTENSION snowflake UPDATE");
+	LeaseTable *table = RequireLeaseTable();
+
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("only a superuser may import snowflake leases")));
+
+	HeapTupleHeader row = PG_GETARG_HEAPTUPLEHEADER(0);
+	LeaseImage	image;
+
+	memset(&image, 0, sizeof(image));
+	image.worker_id = static_cast<uint32>(DatumGetInt32(RequiredField(row, "worker_id")));
+	image.token = DatumGetInt64(RequiredField(row, "token"));
+	if (!IsThisServersLease(row, table, static_cast<int32>(image.worker_id)))
+		PG_RETURN_BOOL(false);
+	SetLeaseImageLayout(&image);
+	ReadHolder(row, &image);
+	ReadWindow(row, &image);
+	image.flags |= kLeaseImported;
+
+	uint64		change = 0;
+	XLogRecPtr	lsn = InvalidXLogRecPtr;
+	ImportOutcome outcome = ImportUnderLock(table, image.worker_id - table->first_worker_id,
+											&image, &change, &lsn);
+
+	if (outcome == ImportOutcome::kAfterGrants)
+		ereport(WARNING,
+				(errmsg("snowflake lease %lld of worker id %d, taken under version 1.4, "
+						"was not carried into version 1.5",
+						static_cast<long long>(image.token),
+						static_cast<int>(image.worker_id)),
+				 errdetail("This server leased worker ids under version 1.5 before this "
+						   "database was updated."),
+				 errhint("Update first the database whose 1.4 table "
+						 "snowflake_worker_leases held the leases (where "
+						 "snowflake.database pointed under 1.4).  The lease's holder is "
+						 "told at its next renewal.")));
+	if (outcome != ImportOutcome::kImported)
+		PG_RETURN_BOOL(false);
+	MakeLeaseChangeDurable(table, change, lsn);
+	PG_RETURN_BOOL(true);
+}
+
+/*
+ * snowflake_lease_context(): the C entry point of version 1.4's SQL lease
+ * functions, kept so that they refuse clearly.  A database still at 1.4
+ * must not lease from its table: two sources would hand out one worker id
+ * twice.  The symbol must stay: the 1.3 to 1.4 update script, part of
+ * every update from before 1.4, creates the function, and a C function
+ * needs its symbol.
+ */
+extern "C" Datum
+snowflake_lease_context(PG_FUNCTION_ARGS)
+{
+	(void) fcinfo;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("snowflake extension version 1.4 cannot lease worker ids under library "
+					"version 1.5"),
+			 errdetail("Version 1.5 keeps leases in the server, not in the table "
+					   "snowflake_worker_leases."),
+			 errhint(
+				 "Run ALTER EXTENSION snowflake UPDATE, first in the database whose 1.4 "
+				 "table snowflake_worker_leases holds the leases (where "
+				 "snowflake.database pointed under 1.4): it carries them over.")));
+	PG_RETURN_NULL();
+}
