@@ -14,6 +14,7 @@ extern "C"
 
 #include <cstdio>
 
+#include "core/reach_ahead.hpp"
 #include "pg/clock.hpp"
 #include "pg/durable_file.hpp"
 #include "pg/layout/layout_file.hpp"
@@ -94,7 +95,7 @@ CheckLayoutOfDataDirectory(void)
 	if (!ReadReservationFile(&reservation_unix_ms))
 		reservation_unix_ms = -1;
 
-	int64		old_reach_ms = EarlierIdsReachUnixMs(now_ms, reservation_unix_ms);
+	int64		old_reach_ms = snowflake::EarlierIdsReachUnixMs(now_ms, reservation_unix_ms);
 
 	if (!snowflake::IsProvableSuccessor(last, old_reach_ms, running, now_ms))
 		ereport(FATAL,

@@ -29,6 +29,7 @@ extern "C"
 
 #include <cstdio>
 
+#include "core/reach_ahead.hpp"
 #include "pg/clock.hpp"
 #include "pg/durable_file.hpp"
 #include "pg/layout/layout_file.hpp"
@@ -250,7 +251,7 @@ EarlierIdsReachUnixMs(SharedState *state)
 	}
 	else if (state->reservation_known)
 		reservation_unix_ms = ToUnixMs(ReservedUntil(state));
-	return EarlierIdsReachUnixMs(state->started_unix_ms, reservation_unix_ms);
+	return snowflake::EarlierIdsReachUnixMs(state->started_unix_ms, reservation_unix_ms);
 }
 
 int64

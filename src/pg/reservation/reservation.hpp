@@ -49,19 +49,9 @@ bool		ReadReservationFile(int64 *unix_ms);
 void		InitReservationState(SharedState *state);
 
 /*
- * The latest Unix time (ms) the timestamp of an ID issued before a server
- * start at "start_unix_ms" can have: kMaxReachAheadMs past the start (the
- * furthest any run can reach ahead of its clock), or the reservation the
- * data directory recorded ("reservation_unix_ms", -1 if none), if that lies
- * further, as it can after the clock was stepped back by more.
+ * The latest Unix time (ms) the timestamp of an ID issued before this run
+ * of the server can have (core/reach_ahead.hpp), from its shared state.
  */
-inline int64
-EarlierIdsReachUnixMs(int64 start_unix_ms, int64 reservation_unix_ms)
-{
-	return Max(start_unix_ms + kMaxReachAheadMs, reservation_unix_ms);
-}
-
-/* The same for this run of the server, from its shared state. */
 int64		EarlierIdsReachUnixMs(SharedState *state);
 
 /*
