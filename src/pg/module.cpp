@@ -35,10 +35,11 @@ extern "C"
 #include "pg/registry/registry_requests.hpp"
 #include "pg/registry/registry_slots.hpp"
 #include "pg/reservation/reservation.hpp"
-#include "pg/reservation/reservation_wal.hpp"
+#include "pg/reservation/reservation_record.hpp"
 #include "pg/reservation/upgrade_guard.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
+#include "pg/wal.hpp"
 
 #if PG_VERSION_NUM < 150000
 #error "snowflake needs PostgreSQL 15 or later (it uses shmem_request_hook)"
@@ -83,6 +84,12 @@ InitSubsystemState(SharedState *state)
 	InitReservationState(state);
 }
 
+/* Who replays and describes each kind of WAL record (pg/wal.hpp). */
+static const WalRecordHandlers kWalRecordKinds[] = {
+	{kXlogReserve, RedoReservationRecord, DescribeReservationRecord},
+	{kXlogLease, ReplayLeaseRecord, DescribeLeaseRecord},
+};
+
 void
 _PG_init(void)
 {
@@ -92,7 +99,7 @@ _PG_init(void)
 	CheckLayoutOfDataDirectory();
 	CheckLeaseSpaceOfDataDirectory();
 	GuardStateAcrossUpgrade();
-	RegisterReservationRmgr();
+	RegisterSnowflakeRmgr(kWalRecordKinds, lengthof(kWalRecordKinds));
 
 	/*
 	 * pg_upgrade starts both clusters in binary-upgrade mode and drops and

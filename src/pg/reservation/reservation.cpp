@@ -35,7 +35,7 @@ extern "C"
 #include "pg/layout/layout_file.hpp"
 #include "pg/leases/lease_space.hpp"
 #include "pg/reservation/reservation.hpp"
-#include "pg/reservation/reservation_wal.hpp"
+#include "pg/reservation/reservation_record.hpp"
 #include "pg/settings.hpp"
 #include "pg/sync_standbys.hpp"
 
