@@ -24,6 +24,7 @@ extern "C"
 #include "postmaster/bgworker.h"
 }
 
+#include "pg/data_directory.hpp"
 #include "pg/layout/history_guard.hpp"
 #include "pg/layout/layout_file.hpp"
 #include "pg/leases/lease_space.hpp"
@@ -36,7 +37,6 @@ extern "C"
 #include "pg/registry/registry_slots.hpp"
 #include "pg/reservation/reservation.hpp"
 #include "pg/reservation/reservation_record.hpp"
-#include "pg/reservation/upgrade_guard.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
 #include "pg/wal.hpp"
@@ -84,6 +84,17 @@ InitSubsystemState(SharedState *state)
 	InitReservationState(state);
 }
 
+/*
+ * What each subsystem records in the data directory before the first ID
+ * (pg/data_directory.hpp), so that file depends on none of them.
+ */
+static void
+RecordSubsystemsBeforeFirstId(void)
+{
+	RecordLayoutOfDataDirectory();
+	RecordLeaseSpaceOfDataDirectory();
+}
+
 /* Who replays and describes each kind of WAL record (pg/wal.hpp). */
 static const WalRecordHandlers kWalRecordKinds[] = {
 	{kXlogReserve, RedoReservationRecord, DescribeReservationRecord},
@@ -98,7 +109,8 @@ _PG_init(void)
 	DefineSettings();
 	CheckLayoutOfDataDirectory();
 	CheckLeaseSpaceOfDataDirectory();
-	GuardStateAcrossUpgrade();
+	CheckDataDirectoryAtStart();
+	InstallFirstIdRecords(RecordSubsystemsBeforeFirstId);
 	RegisterSnowflakeRmgr(kWalRecordKinds, lengthof(kWalRecordKinds));
 
 	/*

@@ -5,7 +5,7 @@
  * The file is one line of text, "epoch_ms node_bits worker_bits
  * sequence_bits", so an operator can read it.  It is checked in the
  * postmaster at start, but written only once the server has started and
- * before its first ID (see FixFloorLocked).
+ * before its first ID (RecordDataDirectoryBeforeFirstId).
  */
 extern "C"
 {
@@ -69,8 +69,6 @@ ReadLayoutFile(snowflake::Layout *layout)
 	return true;
 }
 
-bool		g_new_data_directory = false;
-
 /* The file does not hold the running layout yet (set in the postmaster). */
 static bool layout_to_record = false;
 
@@ -80,10 +78,10 @@ CheckLayoutOfDataDirectory(void)
 	const snowflake::Layout &running = g_settings.layout;
 	snowflake::Layout last;
 	int64		now_ms = NowUnixMs();
+	bool		recorded = ReadLayoutFile(&last);
 
-	g_new_data_directory = !ReadLayoutFile(&last);
-	layout_to_record = g_new_data_directory || last != running;
-	if (g_new_data_directory || last == running)
+	layout_to_record = !recorded || last != running;
+	if (!recorded || last == running)
 		return;
 
 	/*

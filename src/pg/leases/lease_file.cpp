@@ -349,7 +349,7 @@ LoadLeaseFile(LeaseTable *table)
 	{
 		/*
 		 * pg_upgrade's start leases nothing, and leaves the file to be
-		 * carried from the old data directory (upgrade_guard.cpp).
+		 * carried from the old data directory (data_directory.cpp).
 		 */
 		return;
 	}
