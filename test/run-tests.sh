@@ -5,8 +5,10 @@
 #   1. lint: shellcheck on the scripts, clang-format on the C++ lines
 #      changed since FORMAT_BASE (default HEAD~1), the core fence, and the
 #      version in snowflake.control, META.json, debian/ and CHANGELOG.md,
-#      that no privileged code calls SPI (test/check-spi-sites.sh), and
+#      that no privileged code calls SPI (test/check-spi-sites.sh),
 #      that test/README.md names every test file (test/check-test-map.sh),
+#      and that the include graph of src/pg has no circle and no arrow
+#      pointing up (test/check-include-graph.sh),
 #   2. the C++ unit tests of the core and of the lease client (no server),
 #      and 3. the core's under
 #      AddressSanitizer and UndefinedBehaviorSanitizer,
@@ -107,8 +109,9 @@ lint() {
 	bash "$top/test/check-versions.sh" && n=$((n + 1))
 	bash "$top/test/check-spi-sites.sh" && n=$((n + 1))
 	bash "$top/test/check-test-map.sh" && n=$((n + 1))
-	echo "lint: $n of 6 checks passed"
-	[ "$n" -eq 6 ]
+	bash "$top/test/check-include-graph.sh" && n=$((n + 1))
+	echo "lint: $n of 7 checks passed"
+	[ "$n" -eq 7 ]
 }
 # Points PG_CONFIG, PG_BINDIR (the tester's PATH) and SNOWFLAKE_WORKDIR at
 # major version $1: 15 is PG_CONFIG's server, in the work copy as before;

@@ -24,6 +24,7 @@ extern "C"
 #include "postmaster/bgworker.h"
 }
 
+#include "pg/data_directory.hpp"
 #include "pg/layout/history_guard.hpp"
 #include "pg/layout/layout_file.hpp"
 #include "pg/leases/lease_space.hpp"
@@ -35,10 +36,10 @@ extern "C"
 #include "pg/registry/registry_requests.hpp"
 #include "pg/registry/registry_slots.hpp"
 #include "pg/reservation/reservation.hpp"
-#include "pg/reservation/reservation_wal.hpp"
-#include "pg/reservation/upgrade_guard.hpp"
+#include "pg/reservation/reservation_record.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
+#include "pg/wal.hpp"
 
 #if PG_VERSION_NUM < 150000
 #error "snowflake needs PostgreSQL 15 or later (it uses shmem_request_hook)"
@@ -83,6 +84,23 @@ InitSubsystemState(SharedState *state)
 	InitReservationState(state);
 }
 
+/*
+ * What each subsystem records in the data directory before the first ID
+ * (pg/data_directory.hpp), so that file depends on none of them.
+ */
+static void
+RecordSubsystemsBeforeFirstId(void)
+{
+	RecordLayoutOfDataDirectory();
+	RecordLeaseSpaceOfDataDirectory();
+}
+
+/* Who replays and describes each kind of WAL record (pg/wal.hpp). */
+static const WalRecordHandlers kWalRecordKinds[] = {
+	{kXlogReserve, RedoReservationRecord, DescribeReservationRecord},
+	{kXlogLease, ReplayLeaseRecord, DescribeLeaseRecord},
+};
+
 void
 _PG_init(void)
 {
@@ -91,8 +109,9 @@ _PG_init(void)
 	DefineSettings();
 	CheckLayoutOfDataDirectory();
 	CheckLeaseSpaceOfDataDirectory();
-	GuardStateAcrossUpgrade();
-	RegisterReservationRmgr();
+	CheckDataDirectoryAtStart();
+	InstallFirstIdRecords(RecordSubsystemsBeforeFirstId);
+	RegisterSnowflakeRmgr(kWalRecordKinds, lengthof(kWalRecordKinds));
 
 	/*
 	 * pg_upgrade starts both clusters in binary-upgrade mode and drops and

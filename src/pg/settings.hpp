@@ -9,19 +9,13 @@
 #define SNOWFLAKE_PG_SETTINGS_HPP
 
 #include "core/layout.hpp"
+#include "core/reach_ahead.hpp"
 #include "pg/clock.hpp"
 
-/* Upper bound of snowflake.max_drift (24 h); also bounds drift of older runs. */
-constexpr int kMaxDriftLimitMs = 86400000;
-
-/* Upper bound of snowflake.reserve_ahead. */
-constexpr int kMaxReserveAheadMs = 60000;
-
-/*
- * How far past the wall clock at a server start any ID of an earlier run can
- * reach: its drift plus the reservation ahead of it.
- */
-constexpr int64_t kMaxReachAheadMs = int64_t{kMaxDriftLimitMs} + kMaxReserveAheadMs;
+/* The bounds of max_drift and reserve_ahead, and so of earlier runs' reach. */
+using snowflake::kMaxDriftLimitMs;
+using snowflake::kMaxReachAheadMs;
+using snowflake::kMaxReserveAheadMs;
 
 /* What a node does when another running instance uses its node_id. */
 enum NodeCollisionPolicy

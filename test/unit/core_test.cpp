@@ -1,7 +1,7 @@
 /*
  * core_test.cpp
  *	  Unit tests of the pure C++ core: bit packing, layout checks, epoch
- *	  parsing, state-file lines, the generator under overflow and a clock behind its mark, and
+ *	  parsing, state-file lines, the reach of earlier runs, the generator under overflow and a clock behind its mark, and
  *	  the shared mark driven by several threads at once.  Runs without a
  *	  server.
  */
@@ -18,6 +18,7 @@
 #include "core/epoch.hpp"
 #include "core/generator.hpp"
 #include "core/layout.hpp"
+#include "core/reach_ahead.hpp"
 #include "core/state_line.hpp"
 
 namespace snowflake {
@@ -811,6 +812,26 @@ TEST(SharedSlot, RefusalsChangeNothing)
 	EXPECT_EQ(cell.Load(), before);
 	ASSERT_EQ(rules.Next(cell, 1001, 1001, &id), Outcome::kIssued);
 	EXPECT_EQ(id, Compose(layout, IdParts{1001, 5, 17, 0}));
+}
+
+/* Earlier runs reach a day and a minute past the start, or their reservation if further. */
+TEST(ReachAhead, StartPlusTheLargestDriftAndReserve)
+{
+	EXPECT_EQ(kMaxReachAheadMs, INT64_C(86460000));
+	EXPECT_EQ(EarlierIdsReachUnixMs(kEpoch2025, -1), kEpoch2025 + 86460000);
+	/* A reservation behind that bound changes nothing. */
+	EXPECT_EQ(EarlierIdsReachUnixMs(kEpoch2025, kEpoch2025 + 1000), kEpoch2025 + 86460000);
+	EXPECT_EQ(EarlierIdsReachUnixMs(kEpoch2025, kEpoch2025 + 86460000),
+			  kEpoch2025 + 86460000);
+}
+
+TEST(ReachAhead, AReservationBeyondTheBoundWins)
+{
+	/* The clock was stepped back by more than a day since the reservation. */
+	int64_t		reservation = kEpoch2025 + 86460001;
+
+	EXPECT_EQ(EarlierIdsReachUnixMs(kEpoch2025, reservation), reservation);
+	EXPECT_EQ(EarlierIdsReachUnixMs(0, kEpoch2025), kEpoch2025);
 }
 
 }							/* namespace */

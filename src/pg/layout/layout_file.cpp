@@ -5,7 +5,7 @@
  * The file is one line of text, "epoch_ms node_bits worker_bits
  * sequence_bits", so an operator can read it.  It is checked in the
  * postmaster at start, but written only once the server has started and
- * before its first ID (see FixFloorLocked).
+ * before its first ID (RecordDataDirectoryBeforeFirstId).
  */
 extern "C"
 {
@@ -14,6 +14,7 @@ extern "C"
 
 #include <cstdio>
 
+#include "core/reach_ahead.hpp"
 #include "pg/clock.hpp"
 #include "pg/durable_file.hpp"
 #include "pg/layout/layout_file.hpp"
@@ -68,8 +69,6 @@ ReadLayoutFile(snowflake::Layout *layout)
 	return true;
 }
 
-bool		g_new_data_directory = false;
-
 /* The file does not hold the running layout yet (set in the postmaster). */
 static bool layout_to_record = false;
 
@@ -79,10 +78,10 @@ CheckLayoutOfDataDirectory(void)
 	const snowflake::Layout &running = g_settings.layout;
 	snowflake::Layout last;
 	int64		now_ms = NowUnixMs();
+	bool		recorded = ReadLayoutFile(&last);
 
-	g_new_data_directory = !ReadLayoutFile(&last);
-	layout_to_record = g_new_data_directory || last != running;
-	if (g_new_data_directory || last == running)
+	layout_to_record = !recorded || last != running;
+	if (!recorded || last == running)
 		return;
 
 	/*
@@ -94,7 +93,7 @@ CheckLayoutOfDataDirectory(void)
 	if (!ReadReservationFile(&reservation_unix_ms))
 		reservation_unix_ms = -1;
 
-	int64		old_reach_ms = EarlierIdsReachUnixMs(now_ms, reservation_unix_ms);
+	int64		old_reach_ms = snowflake::EarlierIdsReachUnixMs(now_ms, reservation_unix_ms);
 
 	if (!snowflake::IsProvableSuccessor(last, old_reach_ms, running, now_ms))
 		ereport(FATAL,

@@ -11,14 +11,7 @@
 #ifndef SNOWFLAKE_PG_LAYOUT_FILE_HPP
 #define SNOWFLAKE_PG_LAYOUT_FILE_HPP
 
-/* File name, relative to the data directory. */
-constexpr const char *kLayoutFileName = "snowflake.layout";
-
-/*
- * True when the data directory had no layout file at this start: snowflake
- * never ran here, so no ID was ever issued from it.  Set in the postmaster.
- */
-extern bool g_new_data_directory;
+#include "pg/data_directory.hpp"	/* kLayoutFileName */
 
 /*
  * FATAL if the running layout may not replace the one recorded in the data
@@ -29,8 +22,8 @@ void		CheckLayoutOfDataDirectory(void);
 
 /*
  * Records the running layout in the data directory if it is not recorded
- * yet: once startup has succeeded, before the first ID.  ERROR if the file
- * cannot be written.
+ * yet: one of the first-ID records (pg/data_directory.hpp), once startup
+ * has succeeded, before the first ID.  ERROR if the file cannot be written.
  */
 void		RecordLayoutOfDataDirectory(void);
 

@@ -347,7 +347,7 @@ OpenLeaseFile(const char *path, LeaseTable *table, struct stat *st)
 	{
 		/*
 		 * pg_upgrade's start leases nothing, and leaves the file to be
-		 * carried from the old data directory (upgrade_guard.cpp).
+		 * carried from the old data directory (data_directory.cpp).
 		 */
 		return -1;
 	}

@@ -19,8 +19,7 @@
 #ifndef SNOWFLAKE_PG_LEASE_SPACE_HPP
 #define SNOWFLAKE_PG_LEASE_SPACE_HPP
 
-/* File name, relative to the data directory. */
-constexpr const char *kLeaseSpaceFileName = "snowflake.leases";
+#include "pg/data_directory.hpp"	/* kLeaseSpaceFileName */
 
 /*
  * Postmaster, at start: FATAL if the lease space shrank since the data
@@ -29,8 +28,9 @@ constexpr const char *kLeaseSpaceFileName = "snowflake.leases";
 void CheckLeaseSpaceOfDataDirectory(void);
 
 /*
- * Writes the running lease space into the file if it differs; called with
- * the layout's record, once the server has started and before its first ID.
+ * Writes the running lease space into the file if it differs: one of the
+ * first-ID records (pg/data_directory.hpp), made with the layout's once the
+ * server has started and before its first ID.
  */
 void RecordLeaseSpaceOfDataDirectory(void);
 

@@ -38,10 +38,10 @@ extern "C"
 #include "pg/durable_file.hpp"
 #include "pg/leases/lease_file.hpp"
 #include "pg/leases/lease_table.hpp"
-#include "pg/reservation/reservation_wal.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
 #include "pg/sync_standbys.hpp"
+#include "pg/wal.hpp"
 
 static constexpr const char *kLeaseTrancheName = "snowflake leases";
 

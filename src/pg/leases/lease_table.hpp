@@ -51,7 +51,7 @@
  * machine in the same boot, without a backup_label: it looks like a crash
  * restart.  Restore such a snapshot as a backup (docs/leases.md).
  * pg_upgrade needs the old cluster stopped cleanly, and the operator
- * copies its file into the new data directory (upgrade_guard.cpp; the
+ * copies its file into the new data directory (data_directory.cpp; the
  * binary-upgrade start itself creates no file): clean, so nothing to
  * settle, though the boot id may differ.  A lease that expired
  * before a crash that needs no settle stays expired.
@@ -115,9 +115,7 @@ extern "C"
 
 #include "core/layout.hpp"
 #include "core/lease_rules.hpp"
-
-/* File name, relative to the data directory. */
-constexpr const char *kLeaseStateFileName = "snowflake.lease_state";
+#include "pg/data_directory.hpp" /* kLeaseStateFileName */
 
 /* The longest holder description a lease keeps, in bytes. */
 constexpr int kMaxHolderBytes = 200;

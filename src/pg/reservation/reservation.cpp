@@ -29,12 +29,12 @@ extern "C"
 
 #include <cstdio>
 
+#include "core/reach_ahead.hpp"
 #include "pg/clock.hpp"
+#include "pg/data_directory.hpp"
 #include "pg/durable_file.hpp"
-#include "pg/layout/layout_file.hpp"
-#include "pg/leases/lease_space.hpp"
 #include "pg/reservation/reservation.hpp"
-#include "pg/reservation/reservation_wal.hpp"
+#include "pg/reservation/reservation_record.hpp"
 #include "pg/settings.hpp"
 #include "pg/sync_standbys.hpp"
 
@@ -173,13 +173,25 @@ ReplayReservation(int64 until_unix_ms)
 }
 
 /*
- * Caller holds reservation_lock; recovery has ended.  Before the floor is
- * published, and so before any ID: records the running layout in the data
- * directory (only now that the server has started, so that a start that
- * failed does not lock in a layout no ID was issued under), and writes a
- * reservation file if there is none, so that from now on only a 1.0 data
- * directory (or a deleted file) lacks one.  A failure leaves the floor
- * unfixed; the next caller tries again.
+ * Caller holds reservation_lock; recovery has ended.  Every ID and every
+ * lease passes through here first (GenerationFloor), so what is written
+ * before floor_ready is published is on disk before anything is issued.
+ * The order, and why it matters for uniqueness:
+ *	1. The data directory's first-ID records (the running layout in
+ *	   snowflake.layout, the lease space in snowflake.leases), each written
+ *	   and fsynced, before any ID: a later start checks its layout and its
+ *	   lease space against them, so an ID issued before they were written
+ *	   could be issued again under a layout or lease space they would have
+ *	   refused.  Only now, once the server has started, so that a start
+ *	   that failed does not lock in a layout no ID was issued under.
+ *	2. Then, if there is none, a reservation file with the floor - 1, so
+ *	   that from now on only a 1.0 data directory (or a deleted file) lacks
+ *	   one: the next start's floor then comes from it.
+ *	3. Last, the floor, behind a write barrier: a process that sees
+ *	   floor_ready sees the files of 1 and 2 on disk.
+ * Nothing is issued before 3, so a crash anywhere before it loses no ID.
+ * A failure (ERROR) in 1 or 2 leaves the floor unfixed; the next caller
+ * tries again (rewriting a file already written is harmless).
  */
 static void
 FixFloorLocked(SharedState *state)
@@ -190,7 +202,7 @@ FixFloorLocked(SharedState *state)
 		return;
 	if (state->reservation_known)
 		floor = ReservedUntil(state) + 1;
-	else if (g_new_data_directory)
+	else if (DataDirectoryIsNew())
 	{
 		/* Nothing was ever issued here: the clock is the only bound. */
 		floor = state->started_unix_ms - g_settings.layout.epoch_ms;
@@ -206,8 +218,7 @@ FixFloorLocked(SharedState *state)
 			kVersion10ReachAheadMs + 1;
 	}
 
-	RecordLayoutOfDataDirectory();
-	RecordLeaseSpaceOfDataDirectory();
+	RecordDataDirectoryBeforeFirstId();
 	if (!state->reservation_known)
 	{
 		/* Not a record: snowflake_status() still shows none before the first. */
@@ -224,15 +235,20 @@ FixFloorLocked(SharedState *state)
 	state->floor_ready = true;
 }
 
+void
+FixGenerationFloor(SharedState *state)
+{
+	if (state->floor_ready)
+		return;
+	LWLockAcquire(state->reservation_lock, LW_EXCLUSIVE);
+	FixFloorLocked(state);
+	LWLockRelease(state->reservation_lock);
+}
+
 int64
 GenerationFloor(SharedState *state)
 {
-	if (!state->floor_ready)
-	{
-		LWLockAcquire(state->reservation_lock, LW_EXCLUSIVE);
-		FixFloorLocked(state);
-		LWLockRelease(state->reservation_lock);
-	}
+	FixGenerationFloor(state);
 	pg_read_barrier();
 	return state->floor_timestamp;
 }
@@ -250,7 +266,7 @@ EarlierIdsReachUnixMs(SharedState *state)
 	}
 	else if (state->reservation_known)
 		reservation_unix_ms = ToUnixMs(ReservedUntil(state));
-	return EarlierIdsReachUnixMs(state->started_unix_ms, reservation_unix_ms);
+	return snowflake::EarlierIdsReachUnixMs(state->started_unix_ms, reservation_unix_ms);
 }
 
 int64

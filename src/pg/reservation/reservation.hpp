@@ -17,11 +17,9 @@
 #ifndef SNOWFLAKE_PG_RESERVATION_HPP
 #define SNOWFLAKE_PG_RESERVATION_HPP
 
+#include "pg/data_directory.hpp"	/* kReservationFileName */
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
-
-/* File name, relative to the data directory. */
-constexpr const char *kReservationFileName = "snowflake.reservation";
 
 /*
  * How far past the wall clock the IDs of snowflake 1.0 could reach: its
@@ -49,19 +47,9 @@ bool		ReadReservationFile(int64 *unix_ms);
 void		InitReservationState(SharedState *state);
 
 /*
- * The latest Unix time (ms) the timestamp of an ID issued before a server
- * start at "start_unix_ms" can have: kMaxReachAheadMs past the start (the
- * furthest any run can reach ahead of its clock), or the reservation the
- * data directory recorded ("reservation_unix_ms", -1 if none), if that lies
- * further, as it can after the clock was stepped back by more.
+ * The latest Unix time (ms) the timestamp of an ID issued before this run
+ * of the server can have (core/reach_ahead.hpp), from its shared state.
  */
-inline int64
-EarlierIdsReachUnixMs(int64 start_unix_ms, int64 reservation_unix_ms)
-{
-	return Max(start_unix_ms + kMaxReachAheadMs, reservation_unix_ms);
-}
-
-/* The same for this run of the server, from its shared state. */
 int64		EarlierIdsReachUnixMs(SharedState *state);
 
 /*
@@ -92,13 +80,24 @@ ReservedUntil(SharedState *state)
 void		ExtendReservation(SharedState *state, int64 needed, int64 wanted);
 
 /*
+ * Fixes the generation floor (below) if it is not fixed yet: the point
+ * before the first ID.  First makes the data directory's first-ID records
+ * (RecordDataDirectoryBeforeFirstId: the running layout in
+ * $PGDATA/snowflake.layout, the lease space in $PGDATA/snowflake.leases),
+ * then writes the floor - 1 into $PGDATA/snowflake.reservation if that
+ * file is missing, then publishes the floor.  ERROR if a file cannot be
+ * written; the floor then stays unfixed and the next caller tries again.
+ * Recovery has ended.  The reservation worker calls it as it starts.
+ */
+void		FixGenerationFloor(SharedState *state);
+
+/*
  * The lowest timestamp any slot may issue in this run of the server: one
  * past the reservation recovered at start-up or promotion (or, with no
  * reservation recorded, the start time, or one past the start time +
- * kVersion10ReachAheadMs if IDs may have been issued here).  Fixed on first
- * use after recovery, or by the reservation worker as it starts; fixing it
- * also records the running layout in $PGDATA/snowflake.layout, and the
- * floor - 1 in $PGDATA/snowflake.reservation if that file is missing.
+ * kVersion10ReachAheadMs if IDs may have been issued here).  Fixed by
+ * FixGenerationFloor, which this calls on first use, so that nothing is
+ * issued before the first-ID records are made.
  */
 int64		GenerationFloor(SharedState *state);
 

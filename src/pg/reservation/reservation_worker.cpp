@@ -108,11 +108,11 @@ snowflake_reservation_main(Datum arg)
 													   ALLOCSET_SMALL_SIZES);
 
 	/*
-	 * Fix the floor now, not at the first ID: that records the layout and
-	 * the reservation file as soon as the server has started.
+	 * Fix the floor now, not at the first ID: that makes the first-ID
+	 * records and the reservation file as soon as the server has started.
 	 */
 	if (!RecoveryInProgress())
-		(void) GenerationFloor(state);
+		FixGenerationFloor(state);
 
 	for (;;)
 	{

@@ -1,12 +1,14 @@
 /*
- * upgrade_guard.cpp
- *	  The pg_upgrade guard.
+ * data_directory.cpp
+ *	  Whether the data directory is new, the first-ID records, and the
+ *	  pg_upgrade guard.
  *
- * pg_upgrade builds a new data directory and copies the catalog and the
- * tables into it, but not the files snowflake keeps beside them.  Started
- * without snowflake.reservation, the new server would take its clock as
- * the only bound (a new data directory), and with that clock behind the
- * old one's, issue IDs below, or equal to, IDs already in the tables.
+ * The pg_upgrade guard: pg_upgrade builds a new data directory and copies
+ * the catalog and the tables into it, but not the files snowflake keeps
+ * beside them.  Started without snowflake.reservation, the new server would
+ * take its clock as the only bound (a new data directory), and with that
+ * clock behind the old one's, issue IDs below, or equal to, IDs already in
+ * the tables.
  *
  * A fresh data directory and an upgraded one look alike, except that
  * pg_upgrade starts the new one in binary-upgrade mode first, before it
@@ -26,13 +28,14 @@ extern "C"
 #include <sys/stat.h>
 
 #include "pg/clock.hpp"
+#include "pg/data_directory.hpp"
 #include "pg/durable_file.hpp"
-#include "pg/layout/layout_file.hpp"
-#include "pg/leases/lease_space.hpp"
-#include "pg/leases/lease_table.hpp"
-#include "pg/reservation/reservation.hpp"
-#include "pg/reservation/upgrade_guard.hpp"
 #include "pg/settings.hpp"
+
+/* No layout file at this start (set in the postmaster). */
+static bool new_data_directory = false;
+
+static FirstIdRecords first_id_records = nullptr;
 
 static bool
 FileExists(const char *path)
@@ -48,7 +51,7 @@ FileExists(const char *path)
 	return false;
 }
 
-void
+static void
 GuardStateAcrossUpgrade(void)
 {
 	char		marker[MAXPGPATH];
@@ -121,4 +124,35 @@ GuardStateAcrossUpgrade(void)
 	/* Carried: the reservation bounds the old IDs from now on. */
 	(void) durable_unlink(marker, LOG);
 	ereport(LOG, (errmsg("snowflake found the state carried from the old data directory")));
+}
+
+void
+CheckDataDirectoryAtStart(void)
+{
+	char		layout[MAXPGPATH];
+
+	DataDirectoryFile(kLayoutFileName, layout);
+	new_data_directory = !FileExists(layout);
+	GuardStateAcrossUpgrade();
+}
+
+bool
+DataDirectoryIsNew(void)
+{
+	return new_data_directory;
+}
+
+void
+InstallFirstIdRecords(FirstIdRecords records)
+{
+	first_id_records = records;
+}
+
+void
+RecordDataDirectoryBeforeFirstId(void)
+{
+	/* Without them, IDs could outlive a record that must precede them. */
+	if (first_id_records == nullptr)
+		elog(ERROR, "snowflake: no first-ID records are installed");
+	first_id_records();
 }
