@@ -150,7 +150,7 @@ JudgeRunningLayout(SharedState *state)
 	 * past this server's start, or the reservation it resumed from.
 	 */
 	int64		floor_unix_ms = running.epoch_ms +
-		(RecoveryInProgress() ? GenerationFloorOrNow(state) : GenerationFloor(state));
+		(RecoveryInProgress() ? GenerationFloorOrNow(state) : FixGenerationFloor(state));
 
 	if (!snowflake::IsProvableSuccessor(last, EarlierIdsReachUnixMs(state),
 										running, floor_unix_ms))

@@ -714,7 +714,7 @@ snowflake_lease_worker(PG_FUNCTION_ARGS)
 	if (CopyOfRowGrant(table, fcinfo, row_context, request.holder, request.ttl_ms))
 		PG_RETURN_DATUM(GrantResult(fcinfo, row_grant.image));
 
-	const int64 floor_minus_1 = g_settings.layout.epoch_ms + GenerationFloor(state) - 1;
+	const int64 floor_minus_1 = g_settings.layout.epoch_ms + FixGenerationFloor(state) - 1;
 	snowflake::LeaseHistory *histories = static_cast<snowflake::LeaseHistory *>(
 		palloc(sizeof(snowflake::LeaseHistory) * table->count));
 	GrantOutcome out{};

@@ -174,7 +174,7 @@ ReplayReservation(int64 until_unix_ms)
 
 /*
  * Caller holds reservation_lock; recovery has ended.  Every ID and every
- * lease passes through here first (GenerationFloor), so what is written
+ * lease passes through here first (FixGenerationFloor), so what is written
  * before floor_ready is published is on disk before anything is issued.
  * The order, and why it matters for uniqueness:
  *	1. The data directory's first-ID records (the running layout in
@@ -235,20 +235,15 @@ FixFloorLocked(SharedState *state)
 	state->floor_ready = true;
 }
 
-void
+int64
 FixGenerationFloor(SharedState *state)
 {
-	if (state->floor_ready)
-		return;
-	LWLockAcquire(state->reservation_lock, LW_EXCLUSIVE);
-	FixFloorLocked(state);
-	LWLockRelease(state->reservation_lock);
-}
-
-int64
-GenerationFloor(SharedState *state)
-{
-	FixGenerationFloor(state);
+	if (!state->floor_ready)
+	{
+		LWLockAcquire(state->reservation_lock, LW_EXCLUSIVE);
+		FixFloorLocked(state);
+		LWLockRelease(state->reservation_lock);
+	}
 	pg_read_barrier();
 	return state->floor_timestamp;
 }

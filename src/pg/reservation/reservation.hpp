@@ -80,26 +80,22 @@ ReservedUntil(SharedState *state)
 void		ExtendReservation(SharedState *state, int64 needed, int64 wanted);
 
 /*
- * Fixes the generation floor (below) if it is not fixed yet: the point
- * before the first ID.  First makes the data directory's first-ID records
+ * The generation floor: the lowest timestamp any slot may issue in this
+ * run of the server, one past the reservation recovered at start-up or
+ * promotion (or, with no reservation recorded, the start time, or one past
+ * the start time + kVersion10ReachAheadMs if IDs may have been issued
+ * here).  Every ID and every lease asks for it through this function, which
+ * fixes it if it is not fixed yet: first it makes the data directory's first-ID records
  * (RecordDataDirectoryBeforeFirstId: the running layout in
  * $PGDATA/snowflake.layout, the lease space in $PGDATA/snowflake.leases),
  * then writes the floor - 1 into $PGDATA/snowflake.reservation if that
  * file is missing, then publishes the floor.  ERROR if a file cannot be
  * written; the floor then stays unfixed and the next caller tries again.
- * Recovery has ended.  The reservation worker calls it as it starts.
+ * Recovery has ended.  The reservation worker calls it as it starts, so
+ * that the files are written before the first ID is asked for.  Returns
+ * the floor.
  */
-void		FixGenerationFloor(SharedState *state);
-
-/*
- * The lowest timestamp any slot may issue in this run of the server: one
- * past the reservation recovered at start-up or promotion (or, with no
- * reservation recorded, the start time, or one past the start time +
- * kVersion10ReachAheadMs if IDs may have been issued here).  Fixed by
- * FixGenerationFloor, which this calls on first use, so that nothing is
- * issued before the first-ID records are made.
- */
-int64		GenerationFloor(SharedState *state);
+int64		FixGenerationFloor(SharedState *state);
 
 /*
  * The floor if it is fixed already; otherwise a lower bound for it (the

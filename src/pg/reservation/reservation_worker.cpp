@@ -112,7 +112,7 @@ snowflake_reservation_main(Datum arg)
 	 * records and the reservation file as soon as the server has started.
 	 */
 	if (!RecoveryInProgress())
-		FixGenerationFloor(state);
+		(void) FixGenerationFloor(state);
 
 	for (;;)
 	{

@@ -143,7 +143,7 @@ AcquireGenerator(void)
 {
 	const snowflake::Layout &layout = g_settings.layout;
 	uint32		worker_id;
-	int64		floor = GenerationFloor(state);
+	int64		floor = FixGenerationFloor(state);
 
 	ReportClockBehindFloor(floor);
 
