@@ -8,23 +8,29 @@ use warnings;
 use Exporter 'import';
 use IPC::Run;
 use PostgreSQL::Test::Utils;
+use SnowflakeTest;
 use Test::More;
 
 our @EXPORT = qw(start_lease_client wait_for_lease wait_for_holding finish_lease_client
-  read_ids lease_node_settings);
+  read_ids lease_settings lease_node_settings);
 
 # The database the clients connect to (any database with the extension
 # leases from the server's one lease table).
 our $database = 'postgres';
 
-# Settings for a node that leases worker ids: enough connections for many
-# clients, and the lease settings given.
-sub lease_node_settings
+# The settings of a node that leases worker ids, for SnowflakeTest::new_node's
+# settings: enough connections for many clients, and snowflake.NAME for each
+# NAME => value given (lease_workers => 2).
+sub lease_settings
 {
 	my (%settings) = @_;
-	my $conf = "shared_preload_libraries = 'snowflake'\nmax_connections = 120\n";
-	$conf .= "snowflake.$_ = $settings{$_}\n" for sort keys %settings;
-	return $conf;
+	return { max_connections => 120, map { ("snowflake.$_" => $settings{$_}) } keys %settings };
+}
+
+# The same settings as postgresql.conf lines that preload snowflake.
+sub lease_node_settings
+{
+	return SnowflakeTest::node_conf(%{ lease_settings(@_) });
 }
 
 # Starts the client against $node's database $database as holder $name,

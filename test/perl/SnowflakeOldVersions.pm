@@ -309,4 +309,16 @@ sub catalog_differences
 		  @lines);
 }
 
+# A table public.snowflake_worker_leases with the columns of 1.4's, whose
+# row type 1.4's SECURITY DEFINER code used: what an attacker plants in a
+# renamed schema public.  SQL, for the tests of that attack.
+our $lookalike_lease_table = q{
+CREATE TABLE public.snowflake_worker_leases (
+    node_id integer, worker_id integer, token bigint, holder text, holder_role name,
+    client_addr inet, application_name text, backend_pid integer, backend_start timestamptz,
+    instance_id uuid, ttl interval, window_ms bigint, layout text, granted_at timestamptz,
+    renewed_at timestamptz, not_before_ms bigint, not_after_ms bigint, last_timestamp_ms bigint,
+    released_at timestamptz);
+};
+
 1;

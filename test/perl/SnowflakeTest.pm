@@ -74,6 +74,20 @@ sub find_program
 	return $found;
 }
 
+# Starts $node expecting the start to fail: one check, named $what, that it
+# did not start (if it did, it is stopped again).  Returns what the server
+# logged meanwhile, for the checks of why.
+sub start_refused
+{
+	my ($node, $what) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my $offset = -s $node->logfile;
+	my $started = $node->start(fail_ok => 1);
+	ok(!$started, $what);
+	$node->stop if $started;
+	return slurp_file($node->logfile, $offset);
+}
+
 # Starts psql in the background on $node's database "postgres", running
 # @args (e.g. '-c', $sql), its output in "$dir/$name.out" and ".err".
 # Returns the IPC::Run harness.

@@ -7,6 +7,7 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use SnowflakeTest;
 use Test::More;
 use IPC::Run;
 
@@ -77,18 +78,11 @@ sub finish_sessions
 	return;
 }
 
-my $node = PostgreSQL::Test::Cluster->new('bulk');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq(
-shared_preload_libraries = 'snowflake'
-max_wal_size = 2GB
-));
-$node->start;
+my $node = SnowflakeTest::new_node('bulk', settings => { max_wal_size => '2GB' },
+	extension => 'postgres');
 
 $node->safe_psql(
 	'postgres', q{
-CREATE EXTENSION snowflake;
 CREATE TABLE bulk (
     id      bigint PRIMARY KEY DEFAULT snowflake_nextval(),
     session integer NOT NULL,

@@ -10,6 +10,7 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use SnowflakeTest;
 use Test::More;
 
 my $slot_lock_class = 1936617335;
@@ -27,8 +28,6 @@ my %endless = (
 
 sub start_node
 {
-	my $node = PostgreSQL::Test::Cluster->new('exits');
-	$node->init;
 	# Two slots, so that slots are handed over between rounds.  With 10
 	# sequence bits a millisecond holds 1024 IDs, so a generating backend
 	# soon runs ahead of the clock, on a slow machine too.  The reservation
@@ -36,19 +35,18 @@ sub start_node
 	# still lies ahead of the clock when the first session generates,
 	# however slow a loaded machine makes the restart (with 1 s it once did
 	# not); max_drift 20 s lets IDs continue above it at once.
-	$node->append_conf(
-		'postgresql.conf', qq(
-shared_preload_libraries = 'snowflake'
-snowflake.worker_bits = 1
-snowflake.sequence_bits = 10
-snowflake.reserve_ahead = 15000
-snowflake.max_drift = 20000
-restart_after_crash = on
-));
-	$node->start;
+	my $node = SnowflakeTest::new_node(
+		'exits',
+		settings => {
+			'snowflake.worker_bits' => 1,
+			'snowflake.sequence_bits' => 10,
+			'snowflake.reserve_ahead' => 15000,
+			'snowflake.max_drift' => 20000,
+			restart_after_crash => 'on'
+		},
+		extension => 'postgres');
 	$node->safe_psql(
 		'postgres', q{
-CREATE EXTENSION snowflake;
 CREATE TABLE seen (
     id    bigint PRIMARY KEY DEFAULT snowflake_nextval(),
     phase text NOT NULL,

@@ -10,22 +10,17 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use SnowflakeTest;
 use Test::More;
 
 my $burst_size = 1_500_000;
 my $max_sequence = 255;     # 8 sequence bits, on the single-slot node
 
-# Starts a node with snowflake preloaded and the given extra settings.
+# Starts a node with snowflake preloaded and installed, and %settings.
 sub start_node
 {
-	my ($name, $settings) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
-	$node->append_conf('postgresql.conf',
-		"shared_preload_libraries = 'snowflake'\n" . ($settings // ''));
-	$node->start;
-	$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
-	return $node;
+	my ($name, %settings) = @_;
+	return SnowflakeTest::new_node($name, settings => \%settings, extension => 'postgres');
 }
 
 # The fields of an ID, with the timestamp in Unix milliseconds.
@@ -108,8 +103,11 @@ SELECT count(*) > 0 FROM pg_locks
 # 5 s max_drift: it ends up to max_drift ahead of the clock, which leaves
 # the next session seconds to attach before the clock catches up with the
 # mark, on a slow machine too.
-my $single = start_node('single_slot',
-	"snowflake.worker_bits = 0\nsnowflake.sequence_bits = 8\nsnowflake.max_drift = 5000\n");
+my $single = start_node(
+	'single_slot',
+	'snowflake.worker_bits' => 0,
+	'snowflake.sequence_bits' => 8,
+	'snowflake.max_drift' => 5000);
 is($single->safe_psql('postgres', 'SELECT slots_total FROM snowflake_status()'),
 	'1', 'worker_bits = 0 gives one slot');
 
@@ -188,7 +186,7 @@ $_->quit for @s;
 $many->stop;
 
 # --- Two slots: among released slots, the least recently released first ----
-my $two = start_node('two_slots', "snowflake.worker_bits = 1\n");
+my $two = start_node('two_slots', 'snowflake.worker_bits' => 1);
 my @t = map { $two->background_psql('postgres') } 1 .. 4;
 is(claimed_worker($t[0]), 0, 't1 claims worker 0');
 is(claimed_worker($t[1]), 1, 't2 claims worker 1');

@@ -20,21 +20,14 @@ my $concurrent = 10;    # sessions besides the three below
 my $rows_per_session = 20_000;
 my $start_gate = 4343;
 
-my $node = PostgreSQL::Test::Cluster->new('slots');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq(
-shared_preload_libraries = 'snowflake'
-snowflake.worker_bits = 1
-));
-$node->start;
+my $node = SnowflakeTest::new_node('slots', settings => { 'snowflake.worker_bits' => 1 },
+	extension => 'postgres');
 
 # Every ID any session issues goes into "issued", with its session and the
 # order it was issued in, to check that none repeats and each session's
 # IDs increase.
 $node->safe_psql(
 	'postgres', q{
-CREATE EXTENSION snowflake;
 CREATE TABLE issued (n bigserial, session text NOT NULL, id bigint NOT NULL)});
 
 sub issue_one

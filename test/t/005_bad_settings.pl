@@ -8,15 +8,10 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use SnowflakeTest;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('settings');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q(
-shared_preload_libraries = 'snowflake'
-include 'snowflake.conf'
-));
+my $node = SnowflakeTest::new_node('settings', conf => "include 'snowflake.conf'\n", start => 0);
 
 # Replaces the snowflake.* settings with %settings (the rest default).
 sub write_settings
@@ -33,11 +28,8 @@ sub check_refused
 {
 	my ($case, $message, %settings) = @_;
 	write_settings(%settings);
-	my $log_offset = -s $node->logfile;
-
-	ok(!$node->start(fail_ok => 1), "$case: the server does not start");
-	ok($node->log_contains(qr/FATAL:  \Q$message\E\n/, $log_offset),
-		"$case: the log says why");
+	like(SnowflakeTest::start_refused($node, "$case: the server does not start"),
+		qr/FATAL:  \Q$message\E\n/, "$case: the log says why");
 }
 
 # Starts the server with %settings and checks it runs them; stops it again.

@@ -15,6 +15,7 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use SnowflakeTest;
 use Test::More;
 use Time::HiRes ();
 
@@ -26,14 +27,11 @@ my $node_id = 5;
 # sequence range.
 my %base = (node_id => $node_id, max_drift => '10s', epoch => $epoch);
 
-my $node = PostgreSQL::Test::Cluster->new('layout');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q(
-shared_preload_libraries = 'snowflake'
-timezone = 'UTC'
-include 'snowflake.conf'
-));
+my $node = SnowflakeTest::new_node(
+	'layout',
+	settings => { timezone => 'UTC' },
+	conf => "include 'snowflake.conf'\n",
+	start => 0);
 
 # Replaces the snowflake.* settings with the base ones plus %settings.
 sub write_settings
@@ -64,23 +62,17 @@ sub restart_with
 	$node->start;
 }
 
-sub query
-{
-	my ($sql) = @_;
-	return $node->safe_psql('postgres', $sql);
-}
-
 # Issues $count IDs in one session, tagged with $phase.
 sub issue_ids
 {
 	my ($phase, $count) = @_;
-	query("INSERT INTO ids (phase, id) SELECT '$phase', snowflake_nextval() "
+	$node->safe_psql('postgres', "INSERT INTO ids (phase, id) SELECT '$phase', snowflake_nextval() "
 		  . "FROM generate_series(1, $count)");
 }
 
 sub layout_rows
 {
-	return query('SELECT count(*) FROM snowflake_layout');
+	return $node->safe_psql('postgres', 'SELECT count(*) FROM snowflake_layout');
 }
 
 # The IDs of $phase whose snowflake_decode() disagrees with splitting the ID
@@ -92,7 +84,7 @@ sub hand_decode_mismatches
 	my $worker_shift = $seq_bits;
 	my $node_shift = $seq_bits + 7;
 	my $ts_shift = $seq_bits + 10;
-	return query(
+	return $node->safe_psql('postgres',
 		qq{
 SELECT count(*)
   FROM ids, snowflake_decode(id) AS d
@@ -105,10 +97,19 @@ SELECT count(*)
 });
 }
 
+# 't' if every ID of $phase is larger than every ID of the other phases.
+sub above_all_others
+{
+	my ($phase) = @_;
+	return $node->safe_psql('postgres',
+		qq(SELECT (SELECT min(id) FROM ids WHERE phase = '$phase') >
+		          (SELECT max(id) FROM ids WHERE phase <> '$phase')));
+}
+
 # Old IDs whose decoding changed since the snapshot in decoded_before.
 sub changed_decodes
 {
-	return query(
+	return $node->safe_psql('postgres',
 		q{
 SELECT count(*)
   FROM decoded_before AS b, snowflake_decode(b.id) AS d
@@ -155,9 +156,7 @@ sub refused_start
 	my ($case, $last, $now, %settings) = @_;
 	$node->stop;
 	write_settings(%settings);
-	my $offset = -s $node->logfile;
-	ok(!$node->start(fail_ok => 1), "$case: the server refuses to start");
-	my $log = slurp_file($node->logfile, $offset);
+	my $log = SnowflakeTest::start_refused($node, "$case: the server refuses to start");
 	like(
 		$log,
 		qr/FATAL:  \Qthe snowflake layout differs from the layout this data directory last ran with\E\n/,
@@ -199,10 +198,10 @@ sub describe_layout
 
 write_settings();
 $node->start;
-query('CREATE EXTENSION snowflake');
-query('CREATE TABLE ids (phase text NOT NULL, id bigint NOT NULL)');
+$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+$node->safe_psql('postgres', 'CREATE TABLE ids (phase text NOT NULL, id bigint NOT NULL)');
 
-is( query(
+is( $node->safe_psql('postgres',
 		q(SET TimeZone = 'UTC';
 		  SELECT first_id, epoch, node_bits, worker_bits, sequence_bits
 		    FROM snowflake_layout)),
@@ -215,7 +214,7 @@ issue_ids('initial', 5000);
 restart_with();
 issue_ids('same', 5000);
 is(layout_rows(), 1, 'same layout: no new row is recorded');
-is( query(
+is( $node->safe_psql('postgres',
 		q(SELECT (SELECT min(id) FROM ids WHERE phase = 'same') >
 		         (SELECT max(id) FROM ids WHERE phase = 'initial'))),
 	't',
@@ -223,21 +222,21 @@ is( query(
 is(hand_decode_mismatches($_, 12, $epoch),
 	0, "same layout: $_ IDs decode with 12 sequence bits")
   for qw(initial same);
-is(query(q(SELECT max(d.seq) FROM ids, snowflake_decode(id) AS d)),
+is($node->safe_psql('postgres', q(SELECT max(d.seq) FROM ids, snowflake_decode(id) AS d)),
 	4095, 'same layout: the sequence runs up to 4095');
 
-query(
+$node->safe_psql('postgres',
 	q(CREATE TABLE decoded_before AS
 	  SELECT d.*, id FROM ids, snowflake_decode(id) AS d));
 
 # --- (b) sequence_bits 12 -> 13: accepted --------------------------------------
 
 restart_with(sequence_bits => 13);
-my $max_old = query('SELECT max(id) FROM ids');
+my $max_old = $node->safe_psql('postgres', 'SELECT max(id) FROM ids');
 issue_ids('seq13', 10000);
 
 is(layout_rows(), 2, 'sequence_bits 13: one row is appended');
-my ($first_id, $row) = split /\|/, query(
+my ($first_id, $row) = split /\|/, $node->safe_psql('postgres',
 	q(SET TimeZone = 'UTC';
 	  SELECT first_id, format('%s/%s/%s/%s', epoch, node_bits, worker_bits,
 	                          sequence_bits)
@@ -246,7 +245,7 @@ is($row, '2025-01-01 00:00:00+00/3/7/13',
 	'sequence_bits 13: the new row records the running layout');
 cmp_ok($first_id, '>', $max_old,
 	'sequence_bits 13: its first_id lies above every old ID');
-is( query(
+is( $node->safe_psql('postgres',
 		qq(SELECT min(id) > $max_old AND min(id) >= $first_id
 		     FROM ids WHERE phase = 'seq13')),
 	't',
@@ -255,7 +254,7 @@ is(changed_decodes(), 0,
 	'sequence_bits 13: old IDs decode exactly as before the change');
 is(hand_decode_mismatches('seq13', 13, $epoch),
 	0, 'sequence_bits 13: new IDs decode with 13 sequence bits');
-is( query(
+is( $node->safe_psql('postgres',
 		q(SELECT max(d.seq), min(d.node_id), max(d.node_id)
 		    FROM ids, snowflake_decode(id) AS d WHERE phase = 'seq13')),
 	"8191|$node_id|$node_id",
@@ -305,11 +304,7 @@ write_settings(sequence_bits => 13);
 $node->start;
 issue_ids('restored', 1000);
 is(layout_rows(), 2, 'restored layout: no new row is recorded');
-is( query(
-		q(SELECT (SELECT min(id) FROM ids WHERE phase = 'restored') >
-		         (SELECT max(id) FROM ids WHERE phase <> 'restored'))),
-	't',
-	'restored layout: new IDs are larger than all earlier ones');
+is(above_all_others('restored'), 't', 'restored layout: new IDs are larger than all earlier ones');
 
 # --- an earlier epoch: accepted ---------------------------------------------
 
@@ -317,11 +312,7 @@ my $earlier_epoch = '2024-01-01';
 restart_with(sequence_bits => 13, epoch => $earlier_epoch);
 issue_ids('earlier', 1000);
 is(layout_rows(), 3, 'earlier epoch: a third row is appended');
-is( query(
-		q(SELECT (SELECT min(id) FROM ids WHERE phase = 'earlier') >
-		         (SELECT max(id) FROM ids WHERE phase <> 'earlier'))),
-	't',
-	'earlier epoch: new IDs are larger than all earlier ones');
+is(above_all_others('earlier'), 't', 'earlier epoch: new IDs are larger than all earlier ones');
 is(hand_decode_mismatches('earlier', 13, $earlier_epoch),
 	0, 'earlier epoch: new IDs decode from the earlier epoch');
 is(hand_decode_mismatches('restored', 13, $epoch),
@@ -333,7 +324,7 @@ is(changed_decodes(), 0, 'earlier epoch: the oldest IDs decode as before');
 # A second database sees the next layout change first.  Its first call runs
 # in a transaction that rolls back, and then in a savepoint that rolls back:
 # each time, the next call in the same session records the layout again.
-query('CREATE DATABASE other');
+$node->safe_psql('postgres', 'CREATE DATABASE other');
 $node->safe_psql('other',
 	'CREATE EXTENSION snowflake; CREATE TABLE ids (id bigint NOT NULL)');
 restart_with(sequence_bits => 14, epoch => $earlier_epoch);
@@ -380,7 +371,7 @@ write_settings(sequence_bits => 14, epoch => $earlier_epoch);
 $node->start;
 
 my $other_ids = $node->safe_psql('other', 'SELECT string_agg(id::text, \',\') FROM ids');
-is( query(
+is( $node->safe_psql('postgres',
 		"SELECT count(*) - count(DISTINCT id) FROM "
 		  . "(SELECT id FROM ids UNION ALL SELECT unnest('{$other_ids}'::bigint[])) AS s"),
 	0,

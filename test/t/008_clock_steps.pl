@@ -30,14 +30,10 @@ my $wait_timeout_ms = 1000;
 # IDs the probe session saw, in the order it saw them.
 my @probe_ids;
 
-my $node = PostgreSQL::Test::Cluster->new('steps');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq(
-shared_preload_libraries = 'snowflake'
-snowflake.max_drift = $max_drift_ms
-timezone = 'UTC'
-));
+my $node = SnowflakeTest::new_node(
+	'steps',
+	settings => { 'snowflake.max_drift' => $max_drift_ms, timezone => 'UTC' },
+	start => 0);
 SnowflakeClock::start($node, 0);
 # The worker that counts clock steps must see the faked clock.
 SnowflakeClock::refork_reservation_worker($node);

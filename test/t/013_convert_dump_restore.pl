@@ -15,28 +15,16 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use SnowflakeTest;
 use Test::More;
 use IPC::Run;
 
-my $node = PostgreSQL::Test::Cluster->new('convert');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q(
-shared_preload_libraries = 'snowflake'
-timezone = 'UTC'
-));
-$node->start;
-
-sub query
-{
-	my ($db, $sql) = @_;
-	return $node->safe_psql($db, $sql);
-}
+my $node = SnowflakeTest::new_node('convert', settings => { timezone => 'UTC' });
 
 # --- the source database: serial and identity keys with foreign keys ---------
 
 $node->safe_psql('postgres', 'CREATE DATABASE source');
-query(
+$node->safe_psql(
 	'source', q{
 CREATE EXTENSION snowflake;
 CREATE TABLE customers (
@@ -70,7 +58,7 @@ INSERT INTO categories (parent_id, name) SELECT 1, 'sub ' || g FROM generate_ser
 sub convert
 {
 	my ($table, $column) = @_;
-	return query('source',
+	return $node->safe_psql('source',
 		"SELECT affected_table, affected_column, old_type "
 		  . "FROM snowflake_convert_column('$table', '$column')");
 }
@@ -86,7 +74,7 @@ is(convert('categories', 'id'),
 	'categories.id converts; its self-reference is bigint already');
 
 # New rows after the conversion, with snowflake IDs.
-query(
+$node->safe_psql(
 	'source', q{
 INSERT INTO customers (name) SELECT 'new customer ' || g FROM generate_series(1, 20) AS g;
 INSERT INTO orders (customer_id) SELECT id FROM customers WHERE name LIKE 'new%';
@@ -94,7 +82,7 @@ INSERT INTO order_lines SELECT id, 1, 'new item' FROM orders WHERE id > 1000;
 INSERT INTO categories (parent_id, name)
     SELECT max(id), 'new sub' FROM categories;
 });
-is( query(
+is( $node->safe_psql(
 		'source',
 		q{SELECT count(*) FILTER (WHERE id > 1000000) FROM customers
 		  UNION ALL SELECT count(*) FILTER (WHERE id > 1000000) FROM orders}),
@@ -173,7 +161,7 @@ is(columns($node, 'source'), $expected_columns,
 my $source_contents = contents($node, 'source');
 my $source_decoded = decoded($node, 'source');
 my $source_foreign_keys = foreign_keys($node, 'source');
-my $source_layout = query('source',
+my $source_layout = $node->safe_psql('source',
 	'SELECT first_id, epoch, node_bits, worker_bits, sequence_bits, recorded_at '
 	  . 'FROM snowflake_layout ORDER BY 1, 6');
 
@@ -275,15 +263,8 @@ check_restored($node, 'restored', 0);
 
 # --- restore into another cluster, node 1 --------------------------------------------
 
-my $other = PostgreSQL::Test::Cluster->new('convert_other');
-$other->init;
-$other->append_conf(
-	'postgresql.conf', q(
-shared_preload_libraries = 'snowflake'
-snowflake.node_id = 1
-timezone = 'UTC'
-));
-$other->start;
+my $other = SnowflakeTest::new_node('convert_other',
+	settings => { 'snowflake.node_id' => 1, timezone => 'UTC' });
 restore($other, 'seeded');
 check_restored($other, 'seeded', 1);
 

@@ -12,18 +12,13 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use SnowflakeTest;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('state_files');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q(
-shared_preload_libraries = 'snowflake'
-log_error_verbosity = verbose
-snowflake.lease_workers = 2
-));
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+my $node = SnowflakeTest::new_node(
+	'state_files',
+	settings => { log_error_verbosity => 'verbose', 'snowflake.lease_workers' => 2 },
+	extension => 'postgres');
 my $max_before = $node->safe_psql('postgres',
 	'SELECT max(snowflake_nextval()) FROM generate_series(1, 1000)');
 my $lease_before = $node->safe_psql('postgres',
@@ -59,11 +54,7 @@ sub refused
 {
 	my ($case, $file, $what, $content, $detail, $hint) = @_;
 	write_file($file, $content);
-	my $offset = -s $node->logfile;
-	my $started = $node->start(fail_ok => 1);
-	ok(!$started, "$case: the server refuses to start");
-	$node->stop if $started;
-	my $log = slurp_file($node->logfile, $offset);
+	my $log = SnowflakeTest::start_refused($node, "$case: the server refuses to start");
 	like(
 		$log,
 		qr/FATAL:  XX001: \Qfile "$file" does not hold a valid snowflake $what\E\n/,

@@ -18,31 +18,19 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeTest;
 
-my $node = PostgreSQL::Test::Cluster->new('shutdown');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q(
-shared_preload_libraries = 'snowflake'
-snowflake.reserve_ahead = '5s'
-restart_after_crash = on
-));
-$node->start;
+my $node = SnowflakeTest::new_node('shutdown',
+	settings => { 'snowflake.reserve_ahead' => '5s', restart_after_crash => 'on' },
+	extension => 'postgres');
 $node->safe_psql(
 	'postgres', q{
-CREATE EXTENSION snowflake;
 CREATE TABLE ids (id bigint PRIMARY KEY, phase text NOT NULL)});
 
 my $reservation_file = $node->data_dir . '/snowflake.reservation';
 
-sub query
-{
-	return $node->safe_psql('postgres', $_[0]);
-}
-
 sub unix_ms
 {
 	my ($expr) = @_;
-	return query("SELECT (extract(epoch FROM $expr) * 1000)::bigint");
+	return $node->safe_psql('postgres', "SELECT (extract(epoch FROM $expr) * 1000)::bigint");
 }
 
 sub ts_ms
@@ -60,16 +48,16 @@ sub reserved_ms
 sub burst
 {
 	my ($phase) = @_;
-	query("INSERT INTO ids SELECT snowflake_nextval(), '$phase' "
+	$node->safe_psql('postgres', "INSERT INTO ids SELECT snowflake_nextval(), '$phase' "
 		  . 'FROM generate_series(1, 200000)');
-	return query("SELECT max(id) FROM ids WHERE phase = '$phase'");
+	return $node->safe_psql('postgres', "SELECT max(id) FROM ids WHERE phase = '$phase'");
 }
 
 # The first ID after a start, with the clock (Unix ms) read just after it.
 sub first_id
 {
 	my ($phase) = @_;
-	my ($id, $after) = split /\|/, query(
+	my ($id, $after) = split /\|/, $node->safe_psql('postgres',
 		qq{
 INSERT INTO ids SELECT snowflake_nextval(), '$phase' RETURNING id,
        (extract(epoch FROM clock_timestamp()) * 1000)::bigint});
@@ -110,10 +98,10 @@ cmp_ok($first_ms, '<=', $bound,
 cmp_ok($first_ms, '<', $reserved_before,
 	'and below the reservation the server had before the shutdown');
 is(behind_warnings($offset), 0, 'no "behind the snowflake reservation" WARNING');
-is(query('SELECT overflow_waits FROM snowflake_status()'),
+is($node->safe_psql('postgres', 'SELECT overflow_waits FROM snowflake_status()'),
 	'0', 'no wait for the clock');
 burst('after');
-is(query(q{SELECT count(*) FROM ids WHERE phase = 'after' AND id <= } . $last),
+is($node->safe_psql('postgres', q{SELECT count(*) FROM ids WHERE phase = 'after' AND id <= } . $last),
 	'0', 'every ID after the restart is larger than every earlier one');
 
 # --- a crash: resumes above the reservation ----------------------------------------
@@ -128,7 +116,7 @@ my $victim = SnowflakeTest::start_psql($node, $dir, 'victim', '-c', 'SELECT pg_s
 $node->poll_query_until('postgres',
 	q{SELECT count(*) = 1 FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(600)'})
   or die 'the session to kill did not start';
-my $victim_pid = query(
+my $victim_pid = $node->safe_psql('postgres',
 	q{SELECT pid FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(600)'});
 $offset = -s $node->logfile;
 kill 'KILL', $victim_pid;
@@ -158,6 +146,6 @@ $node->start;
 ($first) = first_id('after_immediate');
 cmp_ok($first, '>', $last, 'after an immediate shutdown, IDs resume above every earlier one');
 
-is(query('SELECT count(*) - count(DISTINCT id) FROM ids'), '0', 'no ID occurs twice');
+is($node->safe_psql('postgres', 'SELECT count(*) - count(DISTINCT id) FROM ids'), '0', 'no ID occurs twice');
 $node->stop;
 done_testing();

@@ -27,16 +27,17 @@ use SnowflakeClock;
 my $day_ms = 86_400_000;
 my $epoch_ms = 1735689600000;    # the default epoch, 2025-01-01
 
+# A node, not started, whose snowflake settings and preload list come from
+# snowflake.conf (write_settings): included last, it overrides the preload
+# line that new_node writes.
 sub new_node
 {
 	my ($name) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
-	$node->append_conf(
-		'postgresql.conf', q(
-timezone = 'UTC'
-include 'snowflake.conf'
-));
+	my $node = SnowflakeTest::new_node(
+		$name,
+		settings => { timezone => 'UTC' },
+		conf => "include 'snowflake.conf'\n",
+		start => 0);
 	write_settings($node);
 	return $node;
 }
@@ -75,11 +76,8 @@ cmp_ok($reservation_ms, '>', time() * 1000 + 3 * $day_ms - 600_000,
 my $saved_layout = slurp_file($layout_file);
 
 write_settings($node, epoch => '2024-12-30');
-my $offset = -s $node->logfile;
-my $started = $node->start(fail_ok => 1);
-ok(!$started, 'real clock, epoch 2 days earlier: the server refuses to start');
-$node->stop if $started;
-my $log = slurp_file($node->logfile, $offset);
+my $log = SnowflakeTest::start_refused($node,
+	'real clock, epoch 2 days earlier: the server refuses to start');
 like(
 	$log,
 	qr/FATAL:  \Qthe snowflake layout differs from the layout this data directory last ran with\E\n/,
@@ -137,10 +135,8 @@ $layout_file = $node->data_dir . '/snowflake.layout';
 is(slurp_file($layout_file), "$epoch_ms 3 7 12\n", 'the layout file holds 12 sequence bits');
 
 write_settings($node, sequence_bits => 13, preload => 'snowflake,no_such_library');
-$offset = -s $node->logfile;
-ok(!$node->start(fail_ok => 1),
+$log = SnowflakeTest::start_refused($node,
 	'sequence_bits 13 and a missing library: the server does not start');
-$log = slurp_file($node->logfile, $offset);
 like($log, qr/\Qsnowflake layout changed from\E/,
 	'snowflake accepted the new layout');
 like($log, qr/FATAL:  \Qcould not access file "no_such_library"\E/,

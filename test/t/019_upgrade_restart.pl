@@ -16,15 +16,14 @@ use SnowflakeTest;
 use Time::HiRes qw(time);
 use SnowflakeClock;
 
-my $node = PostgreSQL::Test::Cluster->new('upgrade');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q(
-shared_preload_libraries = 'snowflake'
-timezone = 'UTC'
-snowflake.max_drift = '45s'
-snowflake.clock_wait_timeout = '60s'
-));
+my $node = SnowflakeTest::new_node(
+	'upgrade',
+	settings => {
+		timezone => 'UTC',
+		'snowflake.max_drift' => '45s',
+		'snowflake.clock_wait_timeout' => '60s'
+	},
+	start => 0);
 my $reservation_file = $node->data_dir . '/snowflake.reservation';
 
 # Waits until the reservation file exists, up to the framework's timeout

@@ -21,19 +21,17 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use SnowflakeTest;
 use Test::More;
 use Time::HiRes;
 
-my $node = PostgreSQL::Test::Cluster->new('trojans');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q(
-shared_preload_libraries = 'snowflake'
-snowflake.database = 'appdb'
-snowflake.registry_interval = 200
-snowflake.lease_workers = 4
-));
-$node->start;
+my $node = SnowflakeTest::new_node(
+	'trojans',
+	settings => {
+		'snowflake.database' => 'appdb',
+		'snowflake.registry_interval' => 200,
+		'snowflake.lease_workers' => 4
+	});
 
 $node->safe_psql(
 	'postgres', q(
@@ -104,6 +102,29 @@ CREATE OPERATOR public.$name (LEFTARG = $left, RIGHTARG = $right,
 };
 }
 
+# Each function trojan returns what the real function would: its
+# signature, result type and the real call.
+my @functions = (
+	[ 'quote_ident(name)', 'text', 'pg_catalog.quote_ident($1::pg_catalog.text)' ],
+	[ 'now()', 'timestamptz', 'pg_catalog.now()' ],
+	[ 'clock_timestamp()', 'timestamptz', 'pg_catalog.clock_timestamp()' ],
+	[ 'pg_backend_pid()', 'integer', 'pg_catalog.pg_backend_pid()' ],
+	[ 'floor(numeric)', 'numeric', 'pg_catalog.floor($1)' ],);
+my $function_sql = '';
+for my $function (@functions)
+{
+	my ($signature, $result, $real) = @$function;
+	$function_sql .= qq{
+CREATE FUNCTION public.$signature RETURNS $result
+LANGUAGE plpgsql AS \$\$
+BEGIN
+    PERFORM public.trojan('$signature');
+    RETURN $real;
+END
+\$\$;
+};
+}
+
 app_psql(
 	qq{
 SET ROLE appowner;
@@ -122,22 +143,7 @@ BEGIN
 END
 \$\$;
 
-CREATE FUNCTION public.quote_ident(name) RETURNS text
-LANGUAGE plpgsql AS \$\$
-BEGIN
-    PERFORM public.trojan('quote_ident(name)');
-    RETURN pg_catalog.quote_ident(\$1::pg_catalog.text);
-END
-\$\$;
-
-CREATE FUNCTION public.now() RETURNS timestamptz
-LANGUAGE plpgsql AS \$\$
-BEGIN
-    PERFORM public.trojan('now()');
-    RETURN pg_catalog.now();
-END
-\$\$;
-
+$function_sql
 CREATE FUNCTION public.trojan_max(bigint, bigint) RETURNS bigint
 LANGUAGE plpgsql AS \$\$
 BEGIN
@@ -157,22 +163,6 @@ END
 CREATE AGGREGATE public.count(*) (SFUNC = public.trojan_count, STYPE = bigint,
                                   INITCOND = '0');
 
-CREATE FUNCTION public.clock_timestamp() RETURNS timestamptz
-LANGUAGE plpgsql AS \$\$
-BEGIN
-    PERFORM public.trojan('clock_timestamp()');
-    RETURN pg_catalog.clock_timestamp();
-END
-\$\$;
-
-CREATE FUNCTION public.pg_backend_pid() RETURNS integer
-LANGUAGE plpgsql AS \$\$
-BEGIN
-    PERFORM public.trojan('pg_backend_pid()');
-    RETURN pg_catalog.pg_backend_pid();
-END
-\$\$;
-
 CREATE FUNCTION public.generate_series(integer, integer) RETURNS SETOF integer
 LANGUAGE plpgsql AS \$\$
 BEGIN
@@ -181,13 +171,6 @@ BEGIN
 END
 \$\$;
 
-CREATE FUNCTION public.floor(numeric) RETURNS numeric
-LANGUAGE plpgsql AS \$\$
-BEGIN
-    PERFORM public.trojan('floor(numeric)');
-    RETURN pg_catalog.floor(\$1);
-END
-\$\$;
 $operator_sql
 ALTER DATABASE appdb SET search_path = public, pg_catalog;
 });

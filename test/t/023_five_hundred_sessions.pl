@@ -34,18 +34,11 @@ sub run_layout
 {
 	my ($name, $worker_bits) = @_;
 	my $slots = 2**$worker_bits;
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
-	$node->append_conf(
-		'postgresql.conf', qq(
-shared_preload_libraries = 'snowflake'
-snowflake.worker_bits = $worker_bits
-max_connections = 600
-));
-	$node->start;
+	my $node = SnowflakeTest::new_node($name,
+		settings => { 'snowflake.worker_bits' => $worker_bits, max_connections => 600 },
+		extension => 'postgres');
 	$node->safe_psql(
 		'postgres', q{
-CREATE EXTENSION snowflake;
 CREATE TABLE t (
     id      bigint PRIMARY KEY DEFAULT snowflake_nextval(),
     n       bigserial NOT NULL,

@@ -25,20 +25,17 @@ my $rows_per_statement = 50_000;
 # Generates IDs, without a result, until the backend is ended.
 my $endless = 'SELECT count(snowflake_nextval()) FROM (SELECT generate_series(1, 2000000000)) AS g';
 
-my $node = PostgreSQL::Test::Cluster->new('shared_exits');
-$node->init;
 # 10 sequence bits: sharing sessions soon run max_drift ahead of the clock.
-$node->append_conf(
-	'postgresql.conf', qq(
-shared_preload_libraries = 'snowflake'
-snowflake.worker_bits = 0
-snowflake.sequence_bits = 10
-restart_after_crash = on
-));
-$node->start;
+my $node = SnowflakeTest::new_node(
+	'shared_exits',
+	settings => {
+		'snowflake.worker_bits' => 0,
+		'snowflake.sequence_bits' => 10,
+		restart_after_crash => 'on'
+	},
+	extension => 'postgres');
 $node->safe_psql(
 	'postgres', q{
-CREATE EXTENSION snowflake;
 CREATE TABLE seen (
     id      bigint PRIMARY KEY DEFAULT snowflake_nextval(),
     n       bigserial NOT NULL,

@@ -19,21 +19,18 @@ use SnowflakeTest;
 my $sessions = 8;
 my $per_session = 20000;
 
-my $node = PostgreSQL::Test::Cluster->new('jssafe');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q(
-shared_preload_libraries = 'snowflake'
-snowflake.node_bits = 2
-snowflake.worker_bits = 2
-snowflake.sequence_bits = 8
-snowflake.node_id = 3
-timezone = 'UTC'
-));
-$node->start;
+my $node = SnowflakeTest::new_node(
+	'jssafe',
+	settings => {
+		'snowflake.node_bits' => 2,
+		'snowflake.worker_bits' => 2,
+		'snowflake.sequence_bits' => 8,
+		'snowflake.node_id' => 3,
+		timezone => 'UTC'
+	},
+	extension => 'postgres');
 $node->safe_psql(
 	'postgres', q{
-CREATE EXTENSION snowflake;
 CREATE TABLE ids (id bigint PRIMARY KEY, session integer NOT NULL, n integer NOT NULL);
 });
 

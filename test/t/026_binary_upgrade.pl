@@ -10,26 +10,20 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use SnowflakeTest;
 use Test::More;
 
 # log_min_messages = debug1: the postmaster logs each background worker
 # it registers, so the test can see that none is registered, rather than
 # wait for one to start.
-my $preload = qq(
-shared_preload_libraries = 'snowflake'
-snowflake.node_id = 1
-log_min_messages = debug1
-);
 my $registered = qr/registering background worker "snowflake/;
 
 my $workers = q{SELECT count(*) FROM pg_catalog.pg_stat_activity
 	WHERE backend_type LIKE 'snowflake%'};
 
 # 1. Binary-upgrade mode, started by hand as pg_upgrade starts it.
-my $node = PostgreSQL::Test::Cluster->new('binary_upgrade');
-$node->init;
-$node->append_conf('postgresql.conf', $preload);
-$node->start;
+my $node = SnowflakeTest::new_node('binary_upgrade',
+	settings => { 'snowflake.node_id' => 1, log_min_messages => 'debug1' });
 like(slurp_file($node->logfile), $registered,
 	'in normal mode the log shows the workers being registered');
 $node->safe_psql('postgres', 'CREATE EXTENSION snowflake');

@@ -27,31 +27,26 @@ use warnings;
 use File::Copy;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use SnowflakeTest;
 use Test::More;
 use SnowflakeClock;
 use SnowflakeDocs;
 
-my $conf = q(
-shared_preload_libraries = 'snowflake'
-snowflake.node_id = 1
-snowflake.max_drift = 1000
-snowflake.clock_wait_timeout = 1000
-snowflake.lease_workers = 2
-timezone = 'UTC'
-);
+my %settings = (
+	'snowflake.node_id' => 1,
+	'snowflake.max_drift' => 1000,
+	'snowflake.clock_wait_timeout' => 1000,
+	'snowflake.lease_workers' => 2,
+	timezone => 'UTC');
 my $from = $ENV{SNOWFLAKE_PG_UPGRADE_FROM} // '';
 my @install = $from eq '' ? () : (install_path => $from);
 
-my $old = PostgreSQL::Test::Cluster->new('old', @install);
-my $new = PostgreSQL::Test::Cluster->new('new');
 note 'pg_upgrade from ' . ($from eq '' ? 'this installation' : $from);
 # PostgreSQL 18's initdb turns data checksums on, older ones off, and
 # pg_upgrade needs both alike.
-for my $n ($old, $new)
-{
-	$n->init(extra => ['--data-checksums']);
-	$n->append_conf('postgresql.conf', $conf);
-}
+my @alike = (init => [ extra => ['--data-checksums'] ], settings => \%settings);
+my $old = SnowflakeTest::new_node('old', install => \@install, @alike, start => 0);
+my $new = SnowflakeTest::new_node('new', @alike, start => 0);
 $old->start;
 $old->safe_psql(
 	'postgres', q{
@@ -188,9 +183,7 @@ command_ok(
 $old->stop;
 $old_reservation = slurp_file($old->data_dir . '/snowflake.reservation');
 
-my $fresh = PostgreSQL::Test::Cluster->new('fresh');
-$fresh->init;
-$fresh->append_conf('postgresql.conf', $conf);
+my $fresh = SnowflakeTest::new_node('fresh', settings => \%settings, start => 0);
 SnowflakeClock::start($fresh, -3600);
 command_ok([ 'pg_restore', '-d', $fresh->connstr('postgres'), $dump ],
 	'pg_restore into a fresh cluster');

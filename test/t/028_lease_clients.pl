@@ -12,6 +12,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use SnowflakeLease;
+use SnowflakeTest;
 use Test::More;
 
 my $clients = 50;
@@ -20,18 +21,16 @@ my $ids_per_client = 2000;
 my %nodes;
 for my $node_id (1, 2)
 {
-	my $node = PostgreSQL::Test::Cluster->new("node$node_id");
-	$node->init;
-	$node->append_conf('postgresql.conf',
-		lease_node_settings(
+	my $node = SnowflakeTest::new_node(
+		"node$node_id",
+		settings => lease_settings(
 			node_id => $node_id,
 			lease_workers => 64,
 			# Fifty clients starting at once on a loaded machine can take
 			# longer than the default 1 s between reading their clock and
 			# the grant; client clocks are 029's subject, not this test's.
-			lease_clock_tolerance => 60000));
-	$node->start;
-	$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+			lease_clock_tolerance => 60000),
+		extension => 'postgres');
 	$node->safe_psql('postgres', 'CREATE TABLE issued (id bigint, source text)');
 	$nodes{$node_id} = $node;
 }

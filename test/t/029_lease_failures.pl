@@ -25,27 +25,24 @@ use PostgreSQL::Test::Utils;
 use SnowflakeLease;
 use Test::More;
 use SnowflakeTest;
+use List::Util qw(max min);
 
-my $node = PostgreSQL::Test::Cluster->new('leases');
-$node->init;
-$node->append_conf('postgresql.conf',
-	lease_node_settings(lease_workers => 1, lease_connection_window => '2s')
-	  # Nothing flushes the WAL but an explicit flush, so that a lease
-	  # change that relied on the WAL writer would be lost in a crash
-	  # (section 5): the lease file is synced before each call returns.
-	  . "wal_writer_delay = '10s'\n");
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
-
-sub max_of { my $m = 0; $m = $_ > $m ? $_ : $m for @_; return $m }
-
+my $node = SnowflakeTest::new_node(
+	'leases',
+	settings => {
+		%{ lease_settings(lease_workers => 1, lease_connection_window => '2s') },
+		# Nothing flushes the WAL but an explicit flush, so that a lease
+		# change that relied on the WAL writer would be lost in a crash
+		# (section 5): the lease file is synced before each call returns.
+		wal_writer_delay => '10s'
+	},
+	extension => 'postgres');
 
 sub lease_state
 {
 	return $node->safe_psql('postgres',
 		q{SELECT state FROM snowflake_leases WHERE worker_id = 127});
 }
-sub min_of { my $m; $m = !defined $m || $_ < $m ? $_ : $m for @_; return $m }
 
 # Unix ms of an ID's timestamp.
 sub id_ms
@@ -70,11 +67,11 @@ SnowflakeTest::wait_until(sub { lease_state() eq 'disconnected' }, 'the killed c
 my $next = start_lease_client($node, 'after_kill', '--count', 1000);
 my $next_lease = wait_for_lease($next);
 is($next_lease->{worker_id}, 127, 'the dead client\'s worker id is leased again at once');
-ok($next_lease->{not_before} >= id_ms(max_of(@dead_ids)),
+ok($next_lease->{not_before} >= id_ms(max(@dead_ids)),
 	'the next holder\'s not_before is at or above the dead holder\'s last ID');
 is(finish_lease_client($next), 0, 'the next holder ran');
 my @next_ids = read_ids($next);
-ok(min_of(@next_ids) > max_of(@dead_ids),
+ok(min(@next_ids) > max(@dead_ids),
 	'every ID of the next holder is above every ID of the killed one');
 
 # 2. A ttl lease that runs out without a release.  Its client keeps it
@@ -101,9 +98,9 @@ is($heir_lease->{worker_id}, 127, 'the expired worker id is leased again');
 ok($heir_lease->{not_before} >= $lapsed_lease->{not_after} - 1,
 	'the next holder starts at the end of the expired window, not at the last ID');
 is(finish_lease_client($heir), 0, 'the next holder ran');
-ok(min_of(read_ids($heir)) > max_of(read_ids($lapsed)),
+ok(min(read_ids($heir)) > max(read_ids($lapsed)),
 	'its IDs are above the lapsed holder\'s');
-ok(id_ms(min_of(read_ids($heir))) >= $lapsed_lease->{not_after},
+ok(id_ms(min(read_ids($heir))) >= $lapsed_lease->{not_after},
 	'and above every ID the lapsed holder could have issued (its whole window)');
 
 # 3. A zombie: stopped past its expiry, its worker id leased to another,
@@ -130,9 +127,9 @@ like($zombie->{stderr}, qr/lease lost: .*snowflake lease $zombie_lease->{token} 
 	'its renewal was refused: its token no longer matches');
 is(finish_lease_client($usurper), 0, 'the new holder ran');
 my @zombie_ids = read_ids($zombie);
-ok(id_ms(max_of(@zombie_ids)) < $zombie_not_after,
+ok(id_ms(max(@zombie_ids)) < $zombie_not_after,
 	'the zombie issued nothing at or past its expiry');
-ok(min_of(read_ids($usurper)) > max_of(@zombie_ids),
+ok(min(read_ids($usurper)) > max(@zombie_ids),
 	'the new holder\'s IDs are above every ID of the zombie');
 
 # 4. A client whose clock is behind the database's is refused.
@@ -169,7 +166,7 @@ is($after_pipe_lease->{worker_id}, 127, 'the worker id is leased again once the 
 ok($after_pipe_lease->{not_before} >= $piped_not_after - 1,
 	'above the whole window of the pipelined lease: no overlap');
 is(finish_lease_client($after_pipe), 0, 'the next holder ran');
-ok(min_of(read_ids($after_pipe)) > max_of(read_ids($piped)),
+ok(min(read_ids($after_pipe)) > max(read_ids($piped)),
 	'its IDs are above the pipelined holder\'s');
 
 # 5. Restarts lose no lease.  A ttl lease, renewed with an ID, then a clean
@@ -209,7 +206,7 @@ my $async_token = $node->safe_psql('postgres', q{
 SET synchronous_commit = off;
 SELECT token FROM snowflake_lease_worker('async session', interval '10 minutes');});
 # Every token this node handed out so far, to compare after the crash.
-my $max_token = max_of($async_token, $token,
+my $max_token = max($async_token, $token,
 	map { $_->{token} } $dead_lease, $next_lease, $lapsed_lease, $heir_lease,
 	$zombie_lease, $usurper_lease, $piped_lease, $after_pipe_lease);
 is($async_token, $max_token, 'tokens increase: the last grant has the largest');
@@ -262,9 +259,7 @@ $node->safe_psql('postgres', "SELECT snowflake_release_lease($after_second_crash
 my $last_session_id = $node->safe_psql('postgres', 'SELECT snowflake_nextval()');
 $node->stop;
 $node->append_conf('postgresql.conf', 'snowflake.lease_workers = 0');
-my $log_offset = -s $node->logfile;
-ok(!$node->start(fail_ok => 1), 'a start with a smaller lease space is refused');
-like(slurp_file($node->logfile, $log_offset),
+like(SnowflakeTest::start_refused($node, 'a start with a smaller lease space is refused'),
 	qr/FATAL:  snowflake.lease_workers cannot shrink from 1 to 0/,
 	'and says why');
 $node->append_conf('postgresql.conf', 'snowflake.lease_workers = 2');
@@ -307,12 +302,10 @@ is($node->safe_psql('postgres',
 # psql below leases and disconnects at once.  The window is two minutes, so
 # that the third grant comes well within the first window however slow the
 # machine.
-my $runaway = PostgreSQL::Test::Cluster->new('runaway');
-$runaway->init;
-$runaway->append_conf('postgresql.conf',
-	lease_node_settings(lease_workers => 1, lease_connection_window => '120s'));
-$runaway->start;
-$runaway->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+my $runaway = SnowflakeTest::new_node(
+	'runaway',
+	settings => lease_settings(lease_workers => 1, lease_connection_window => '120s'),
+	extension => 'postgres');
 my $vanish = q{SELECT (extract(epoch FROM not_before - clock_timestamp()) * 1000)::bigint,
                       (extract(epoch FROM not_before) * 1000)::bigint,
                       (extract(epoch FROM not_after) * 1000)::bigint
@@ -347,11 +340,8 @@ $runaway->stop;
 # 8. Reuse, least recently released first, and a client behind the last
 # timestamp a worker id's previous holder reported (a holder whose clock
 # ran 5 s ahead).  Two lease worker ids, 126 and 127.
-my $lru = PostgreSQL::Test::Cluster->new('lru');
-$lru->init;
-$lru->append_conf('postgresql.conf', lease_node_settings(lease_workers => 2));
-$lru->start;
-$lru->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+my $lru = SnowflakeTest::new_node('lru', settings => lease_settings(lease_workers => 2),
+	extension => 'postgres');
 my $lease_sql = q{SELECT worker_id, token FROM snowflake_lease_worker('%s', interval '1 minute')};
 my ($a_worker, $a_token) = split /\|/, $lru->safe_psql('postgres', sprintf($lease_sql, 'a'));
 my ($b_worker, $b_token) = split /\|/, $lru->safe_psql('postgres', sprintf($lease_sql, 'b'));

@@ -18,18 +18,15 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use SnowflakeLease;
+use SnowflakeTest;
 use Test::More;
 
 my ($ret, $out, $err);
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'snowflake'
-snowflake.lease_workers = 2
-snowflake.lease_connection_window = 2s
-});
-$primary->start;
-$primary->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+my $primary = SnowflakeTest::new_node(
+	'primary',
+	init => [ allows_streaming => 1 ],
+	settings => { 'snowflake.lease_workers' => 2, 'snowflake.lease_connection_window' => '2s' },
+	extension => 'postgres');
 $primary->backup('backup');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
 $standby->init_from_backup($primary, 'backup', has_streaming => 1);

@@ -39,6 +39,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use SnowflakeOldVersions;
+use SnowflakeTest;
 use Test::More;
 
 # A node leasing 4 worker ids in appdb, which appowner (not a superuser)
@@ -47,15 +48,10 @@ use Test::More;
 sub new_node
 {
 	my ($name, %params) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name, %params);
-	$node->init;
-	$node->append_conf(
-		'postgresql.conf', q(
-shared_preload_libraries = 'snowflake'
-snowflake.database = 'appdb'
-snowflake.lease_workers = 4
-));
-	$node->start;
+	my $node = SnowflakeTest::new_node(
+		$name,
+		install => [%params],
+		settings => { 'snowflake.database' => 'appdb', 'snowflake.lease_workers' => 4 });
 	$node->safe_psql(
 		'postgres', q(
 CREATE ROLE appowner LOGIN;
@@ -620,12 +616,7 @@ ALTER SCHEMA public RENAME TO snowpub;
 CREATE SCHEMA public;
 GRANT USAGE ON SCHEMA public TO PUBLIC;
 ALTER DATABASE appdb SET search_path = "$user", public, snowpub;
-CREATE TABLE public.snowflake_worker_leases (
-    node_id integer, worker_id integer, token bigint, holder text, holder_role name,
-    client_addr inet, application_name text, backend_pid integer, backend_start timestamptz,
-    instance_id uuid, ttl interval, window_ms bigint, layout text, granted_at timestamptz,
-    renewed_at timestamptz, not_before_ms bigint, not_after_ms bigint, last_timestamp_ms bigint,
-    released_at timestamptz);
+} . $SnowflakeOldVersions::lookalike_lease_table . q{
 GRANT ALL ON public.snowflake_worker_leases TO PUBLIC;
 CREATE FUNCTION public.snowflake_lease_held(token bigint, caller text)
 RETURNS public.snowflake_worker_leases LANGUAGE plpgsql AS $f$

@@ -37,6 +37,7 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use SnowflakeTest;
 use Test::More;
 use POSIX ();
 use SnowflakeDocs;
@@ -53,20 +54,7 @@ my $day_ms = 86_400_000;
 my $day_ids = $day_ms << 22;
 my $day_ids_13 = $day_ms << 23;
 
-my $node = PostgreSQL::Test::Cluster->new('partitioning');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q(
-shared_preload_libraries = 'snowflake'
-timezone = 'UTC'
-));
-$node->start;
-
-sub query
-{
-	my ($db, $sql) = @_;
-	return $node->safe_psql($db, $sql);
-}
+my $node = SnowflakeTest::new_node('partitioning', settings => { timezone => 'UTC' });
 
 # Runs $sql expecting it to fail; returns its stderr, in verbose form.
 sub failing
@@ -98,7 +86,7 @@ sub day_date
 sub partitions
 {
 	my ($db, $parent) = @_;
-	return query(
+	return $node->safe_psql(
 		$db, qq{
 SELECT c.relname, pg_get_expr(c.relpartbound, c.oid)
   FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid
@@ -127,27 +115,27 @@ sub plan_scans
 # "Today" is read once and used throughout, so a run must not straddle a
 # UTC midnight: within 150 s of one, wait until the date has changed.  The
 # test takes 16 s on a quiet machine: 150 s is about ten times that.
-my $to_midnight = query('postgres',
+my $to_midnight = $node->safe_psql('postgres',
 	q{SELECT extract(epoch FROM date_trunc('day', now() AT TIME ZONE 'UTC') + interval '1 day'
 	                            - (now() AT TIME ZONE 'UTC'))::integer});
 if ($to_midnight < 150)
 {
 	note "waiting $to_midnight s for the UTC date to change";
 	$node->poll_query_until('postgres',
-		qq{SELECT (now() AT TIME ZONE 'UTC')::date > date '${\ query('postgres', q{SELECT (now() AT TIME ZONE 'UTC')::date})}'})
+		qq{SELECT (now() AT TIME ZONE 'UTC')::date > date '${\ $node->safe_psql('postgres', q{SELECT (now() AT TIME ZONE 'UTC')::date})}'})
 	  or die 'the UTC date did not change';
 }
-my $today = query('postgres',
+my $today = $node->safe_psql('postgres',
 	q{SELECT (now() AT TIME ZONE 'UTC')::date - date '2025-01-01'});
 
-is( query(
+is( $node->safe_psql(
 		'postgres',
 		q{CREATE EXTENSION snowflake;
 		  SELECT timestamp_bits, node_bits + worker_bits + sequence_bits
 		    FROM snowflake_status()}),
 	'41|22',
 	'the default layout: 41 timestamp bits, shift 22');
-is( query(
+is( $node->safe_psql(
 		'postgres',
 		q{SELECT snowflake_id_interval('1 day'), snowflake_id_interval('1 hour'),
 		         snowflake_id_interval('7 days')}),
@@ -184,7 +172,7 @@ $$;
 # Run first from 5 days back, for the rows of past days below, and from a
 # session far from UTC: the bounds are still UTC midnights.
 my $from_5_days_back = $plain_recipe =~ s/generate_series\(0, 2\)/generate_series(-5, 2)/r;
-query(
+$node->safe_psql(
 	'postgres', qq{
 CREATE TABLE events (
     id      bigint PRIMARY KEY DEFAULT snowflake_nextval(),
@@ -199,7 +187,7 @@ is( partitions('postgres', 'events'),
 		map { bound('events_' . day_name($_), $_ * $day_ids, ($_ + 1) * $day_ids) }
 		  ($today - 5 .. $today + 2)),
 	'plain: the DO block makes 8 day partitions at multiples of the day interval');
-is( query(
+is( $node->safe_psql(
 		'postgres', q{
 SELECT string_agg(DISTINCT to_char(snowflake_timestamp(b), 'HH24:MI:SS.MS TZ'), ',')
   FROM pg_class AS c,
@@ -213,7 +201,7 @@ SELECT string_agg(DISTINCT to_char(snowflake_timestamp(b), 'HH24:MI:SS.MS TZ'), 
 # Rows of chosen days: each day's first three IDs and its last ID; around
 # 10:00 on day -2, the IDs just outside and just inside one hour.
 my $hour = day_date($today - 2) . ' 10:00:00+00';
-query(
+$node->safe_psql(
 	'postgres', qq{
 INSERT INTO events (id, payload)
 SELECT snowflake_min_id(d) + n, 'day'
@@ -236,9 +224,9 @@ my $misplaced = q{
 SELECT count(*) FROM events
  WHERE substr(tableoid::regclass::text, 1, 15)
        <> 'events_' || to_char(snowflake_timestamp(id) AT TIME ZONE 'UTC', 'YYYYMMDD')};
-is(query('postgres', $misplaced), 0,
+is($node->safe_psql('postgres', $misplaced), 0,
 	'plain: every row is in the partition of its UTC day');
-is( query(
+is( $node->safe_psql(
 		'postgres', q{
 SELECT tableoid::regclass, count(*) FROM events WHERE payload <> 'now'
  GROUP BY 1 ORDER BY 1}),
@@ -249,7 +237,7 @@ SELECT tableoid::regclass, count(*) FROM events WHERE payload <> 'now'
 		'events_' . day_name($today - 2) . '|8',
 		'events_' . day_name($today - 1) . '|4'),
 	'plain: a day\'s first and last IDs land in its partition');
-is( query(
+is( $node->safe_psql(
 		'postgres',
 		q{SELECT count(*), count(DISTINCT tableoid) <= 2 FROM events WHERE payload = 'now'}),
 	'100|t',
@@ -282,19 +270,19 @@ for my $case (@hour_predicates)
 {
 	my ($form, $where, $expected) = @$case;
 	my ($scans, $removed) = plan_scans(
-		query('postgres', "EXPLAIN (COSTS OFF) SELECT * FROM events WHERE $where"));
+		$node->safe_psql('postgres', "EXPLAIN (COSTS OFF) SELECT * FROM events WHERE $where"));
 	is("$scans / $removed", 'events_' . day_name($today - 2) . ' / 7',
 		"plain, $form: scans only its day's partition, 7 subplans removed");
 	my $rows = "SELECT id, payload FROM events WHERE $where ORDER BY id";
-	my $on = query('postgres', $rows);
-	is($on, query('postgres', "SET snowflake.rewrite_timestamp_comparisons = off; $rows"),
+	my $on = $node->safe_psql('postgres', $rows);
+	is($on, $node->safe_psql('postgres', "SET snowflake.rewrite_timestamp_comparisons = off; $rows"),
 		"plain, $form: the same rows with the rewrite off");
 	is(join(',', map { (split /\|/)[1] } split /\n/, $on), $expected,
 		"plain, $form: exactly the rows of the hour");
 }
 {
 	my ($scans, $removed) = plan_scans(
-		query(
+		$node->safe_psql(
 			'postgres',
 			"SET snowflake.rewrite_timestamp_comparisons = off; EXPLAIN (COSTS OFF) "
 			  . "SELECT * FROM events WHERE $hour_predicates[0][1]"));
@@ -305,7 +293,7 @@ for my $case (@hour_predicates)
 # The last hour, bound by now(): pruned when the executor starts; the plan
 # and the expected partitions are read in one transaction, so at one now().
 {
-	my $out = query(
+	my $out = $node->safe_psql(
 		'postgres', q{
 BEGIN;
 EXPLAIN (COSTS OFF) SELECT * FROM events WHERE snowflake_timestamp(id) >= now() - interval '1 hour';
@@ -329,40 +317,40 @@ COMMIT;});
 		'plain: >= now() - 1 hour: the partitions of the older days are removed');
 	my $rows = q{SELECT count(*), count(*) FILTER (WHERE payload = 'now') FROM events
 	              WHERE snowflake_timestamp(id) >= now() - interval '1 hour'};
-	my $on = query('postgres', $rows);
+	my $on = $node->safe_psql('postgres', $rows);
 	like($on, qr/^\d+\|100$/, 'plain: the last hour holds the 100 new rows');
-	is(query('postgres', "SET snowflake.rewrite_timestamp_comparisons = off; $rows"),
+	is($node->safe_psql('postgres', "SET snowflake.rewrite_timestamp_comparisons = off; $rows"),
 		$on, 'plain: the last hour, the same with the rewrite off');
 }
 
 # Dropping day -5's partition drops exactly its rows.
 {
 	my $rows = q{SELECT md5(string_agg(id::text || payload, ',' ORDER BY id)), count(*) FROM events};
-	my $others = query(
+	my $others = $node->safe_psql(
 		'postgres',
 		qq{SELECT md5(string_agg(id::text || payload, ',' ORDER BY id)), count(*) FROM events
 		    WHERE (snowflake_timestamp(id) AT TIME ZONE 'UTC')::date <> '${\ day_date($today - 5)}'});
 	my $all = partitions('postgres', 'events');
-	query('postgres', 'DROP TABLE events_' . day_name($today - 5));
-	is(query('postgres', $rows), $others,
+	$node->safe_psql('postgres', 'DROP TABLE events_' . day_name($today - 5));
+	is($node->safe_psql('postgres', $rows), $others,
 		'plain: dropping a day\'s partition drops exactly that day\'s rows');
 
 	# The one-statement form gives the DO block's bounds.
-	query(
+	$node->safe_psql(
 		'postgres', qq{
 CREATE TABLE events_${\ day_name($today - 5)} PARTITION OF events
     FOR VALUES FROM (snowflake_min_id('${\ day_date($today - 5)} 00:00+00')) TO (snowflake_min_id('${\ day_date($today - 4)} 00:00+00'));
 });
 	is(partitions('postgres', 'events'), $all,
 		'plain: CREATE TABLE ... FROM (snowflake_min_id(day)) gives the same bounds');
-	query('postgres', 'DROP TABLE events_' . day_name($today - 5));
+	$node->safe_psql('postgres', 'DROP TABLE events_' . day_name($today - 5));
 }
 
 # --- pg_partman, before the layout change ----------------------------------------
 
-my $major = query('postgres',
+my $major = $node->safe_psql('postgres',
 	q{SELECT current_setting('server_version_num')::int / 10000});
-my $have_partman = query('postgres',
+my $have_partman = $node->safe_psql('postgres',
 	q{SELECT count(*) FROM pg_available_extensions WHERE name = 'pg_partman'});
 die "pg_partman is not installed for PostgreSQL 15: test/install-deps.sh installs "
   . "postgresql-15-partman"
@@ -390,16 +378,16 @@ sub partman_partitions
 # The day of the largest ID in the partman table, under the first layout.
 sub max_day
 {
-	return query('pm', "SELECT max(id) / $day_ids FROM events");
+	return $node->safe_psql('pm', "SELECT max(id) / $day_ids FROM events");
 }
 
 subtest 'pg_partman: create_parent, premake, run_maintenance, retention' => sub {
 	plan skip_all => $no_partman unless $have_partman;
 
-	query('postgres', 'CREATE DATABASE pm');
-	query('pm', 'CREATE EXTENSION snowflake');
+	$node->safe_psql('postgres', 'CREATE DATABASE pm');
+	$node->safe_psql('pm', 'CREATE EXTENSION snowflake');
 	# The page's recipe, started 5 days back (B) for the rows of past days.
-	is( query(
+	is( $node->safe_psql(
 			'pm',
 			SnowflakeDocs::substitute(
 				SnowflakeDocs::block($page, 'partman-create'),
@@ -407,7 +395,7 @@ subtest 'pg_partman: create_parent, premake, run_maintenance, retention' => sub 
 				  "p_start_partition := snowflake_min_id('${\ day_date($b)} 00:00+00')")),
 		't',
 		'create_parent() succeeds');
-	query(
+	$node->safe_psql(
 		'pm', q{
 CREATE TABLE audit (
     id      bigint PRIMARY KEY DEFAULT snowflake_nextval(),
@@ -416,7 +404,7 @@ CREATE TABLE audit (
 });
 	is(partitions('pm', 'events'), partman_partitions('events', $b .. $b + 3),
 		'create_parent(): the start day and 3 premade days, at the day bounds, and a default');
-	is( query(
+	is( $node->safe_psql(
 			'pm',
 			q{SELECT partition_interval, premake, retention IS NULL, retention_keep_table
 			    FROM partman.part_config WHERE parent_table = 'public.events'}),
@@ -424,7 +412,7 @@ CREATE TABLE audit (
 		'part_config: the interval in IDs, premake 3, no retention');
 
 	# Rows of days B to B+2: maintenance keeps 3 partitions above B+2's.
-	query(
+	$node->safe_psql(
 		'pm', qq{
 INSERT INTO events (id, payload)
 SELECT snowflake_min_id(timestamptz '${\ day_date($b)} 00:00+00' + k * interval '1 day') + n, 'day'
@@ -435,7 +423,7 @@ SELECT partman.run_maintenance();
 		'run_maintenance(): 3 partitions above the one holding the largest ID');
 
 	# Real rows of today (B+5): 3 more above today's.
-	query(
+	$node->safe_psql(
 		'pm', q{
 INSERT INTO events (payload) SELECT 'now' FROM generate_series(1, 20);
 SELECT partman.run_maintenance();
@@ -443,13 +431,13 @@ SELECT partman.run_maintenance();
 	my $max_day = max_day();
 	is(partitions('pm', 'events'), partman_partitions('events', $b .. $max_day + 3),
 		'run_maintenance(): new rows of today make 3 partitions above today\'s');
-	is( query(
+	is( $node->safe_psql(
 			'pm',
 			"SELECT count(*) FROM events WHERE tableoid::regclass::text "
 			  . "<> 'events_p' || (id - id % $day_ids)"),
 		0,
 		'every row is in the partition of its day');
-	is( query(
+	is( $node->safe_psql(
 			'pm',
 			"SELECT count(*) FROM events WHERE snowflake_timestamp(id - id % $day_ids) "
 			  . "= date_trunc('day', snowflake_timestamp(id))"),
@@ -457,7 +445,7 @@ SELECT partman.run_maintenance();
 		'each partition\'s lower bound is the UTC midnight of its rows\' day');
 
 	# With retention_keep_table left true, the old days are detached only.
-	is( query(
+	is( $node->safe_psql(
 			'pm', qq{
 BEGIN;
 UPDATE partman.part_config SET retention = snowflake_id_interval('2 days')::text
@@ -471,13 +459,13 @@ ROLLBACK;}),
 		'retention_keep_table true: the old days are detached, not dropped');
 
 	# The page's retention, 2 days here.
-	query('pm',
+	$node->safe_psql('pm',
 		SnowflakeDocs::substitute(SnowflakeDocs::block($page, 'partman-retention'),
 			"snowflake_id_interval('7 days')" => "snowflake_id_interval('2 days')"));
 
 	# Retention counts from the largest ID in the child partitions, not
 	# from now(): one row of 3 days ahead drops today's partition too.
-	is( query(
+	is( $node->safe_psql(
 			'pm', qq{
 BEGIN;
 INSERT INTO events (id, payload)
@@ -492,10 +480,10 @@ ROLLBACK;}),
 			map { 'events_p' . ($_ * $day_ids) } ($max_day + 1 .. $max_day + 6)),
 		'retention: a row 3 days ahead makes run_maintenance() drop today\'s partition');
 
-	query('pm', 'SELECT partman.run_maintenance()');
+	$node->safe_psql('pm', 'SELECT partman.run_maintenance()');
 	is(partitions('pm', 'events'), partman_partitions('events', $max_day - 2 .. $max_day + 3),
 		'retention 2 days: keeps the day of the largest ID and the 2 before, drops the rest');
-	is( query(
+	is( $node->safe_psql(
 			'pm',
 			q{SELECT payload, count(*) FROM events GROUP BY 1 ORDER BY 1}),
 		'now|20',
@@ -503,7 +491,7 @@ ROLLBACK;}),
 
 	# A row in the default partition does not count (counted, this one,
 	# 30 days ahead, would drop today's partition).
-	is( query(
+	is( $node->safe_psql(
 			'pm', qq{
 BEGIN;
 INSERT INTO events (id, payload)
@@ -515,7 +503,7 @@ ROLLBACK;}),
 		'retention: a row in the default partition does not count');
 
 	# The second table gets a partition of today and one premade.
-	is( query(
+	is( $node->safe_psql(
 			'pm', qq{
 SELECT partman.create_parent('public.audit', p_control := 'id', p_type := 'native',
     p_interval := snowflake_id_interval('1 day')::text, p_premake := 1,
@@ -524,7 +512,7 @@ INSERT INTO audit (payload) VALUES ('before');
 SELECT count(*) FROM audit WHERE tableoid = ('audit_p' || (id - id % $day_ids))::regclass}),
 		"t\n1",
 		'create_parent() from snowflake_min_id(now()): the row of today is in today\'s partition');
-	my $audit_day = query('pm', "SELECT max(id) / $day_ids FROM audit");
+	my $audit_day = $node->safe_psql('pm', "SELECT max(id) / $day_ids FROM audit");
 	is(partitions('pm', 'audit'), partman_partitions('audit', $audit_day .. $audit_day + 1),
 		'create_parent() rounds snowflake_min_id(now()) down to the start of today');
 };
@@ -532,17 +520,17 @@ SELECT count(*) FROM audit WHERE tableoid = ('audit_p' || (id - id % $day_ids)):
 # --- the layout changes: one more sequence bit -----------------------------------
 
 # The plain table's rows, and today's count, before the change.
-my $plain_before = query('postgres',
+my $plain_before = $node->safe_psql('postgres',
 	q{SELECT md5(string_agg(id::text || payload, ',' ORDER BY id)) FROM events});
-my $plain_today_old = query('postgres',
+my $plain_today_old = $node->safe_psql('postgres',
 	"SELECT count(*) FROM events_" . day_name($today));
 
 $node->append_conf('postgresql.conf', "snowflake.sequence_bits = 13\n");
 $node->restart;
 
-is(query('postgres', q{SELECT snowflake_id_interval('1 day')}),
+is($node->safe_psql('postgres', q{SELECT snowflake_id_interval('1 day')}),
 	$day_ids_13, 'after the change the day is twice as many IDs');
-is( query(
+is( $node->safe_psql(
 		'postgres',
 		qq{SELECT snowflake_min_id('${\ day_date($today - 1)} 00:00+00'),
 		          snowflake_min_id('${\ day_date($today + 1)} 00:00+00')}),
@@ -555,7 +543,7 @@ like(
 	failing('postgres', q{INSERT INTO events (payload) VALUES ('new')}),
 	qr/ERROR:  23514: no partition of relation "events" found for row/,
 	'plain: a new row finds no partition (23514)');
-is( query(
+is( $node->safe_psql(
 		'postgres',
 		'SELECT count(*) FROM events_'
 		  . day_name($today + 1)
@@ -567,7 +555,7 @@ is( query(
 # The steps of docs/partitioning.md, with this run's days in place of the
 # example's (2026-11-25), and its step 3, the daily DO block.
 my $rest_of_today = 'events_' . day_name($today) . '_2';
-query(
+$node->safe_psql(
 	'postgres',
 	SnowflakeDocs::substitute(
 		SnowflakeDocs::block($page, 'plain-layout-change'),
@@ -575,7 +563,7 @@ query(
 		'events_20261126' => 'events_' . day_name($today + 1),
 		'events_20261127' => 'events_' . day_name($today + 2))
 	  . $plain_recipe);
-query('postgres', q{INSERT INTO events (payload) SELECT 'new' FROM generate_series(1, 50)});
+$node->safe_psql('postgres', q{INSERT INTO events (payload) SELECT 'new' FROM generate_series(1, 50)});
 
 is( partitions('postgres', 'events'),
 	join("\n",
@@ -585,14 +573,14 @@ is( partitions('postgres', 'events'),
 		(map { bound('events_' . day_name($_), $_ * $day_ids_13, ($_ + 1) * $day_ids_13) }
 			  ($today + 1 .. $today + 2))),
 	'plain: the rest of today and the days ahead at the new layout\'s day bounds');
-is(query('postgres', $misplaced), 0,
+is($node->safe_psql('postgres', $misplaced), 0,
 	'plain: after the change every row is in the partition of its UTC day');
-is( query(
+is( $node->safe_psql(
 		'postgres',
 		q{SELECT count(*) FROM events WHERE payload = 'new' AND tableoid::regclass::text LIKE '%\_2'}),
 	50,
 	'plain: the new rows of today are in the partition of the rest of today');
-is( query(
+is( $node->safe_psql(
 		'postgres',
 		"SELECT md5(string_agg(id::text || payload, ',' ORDER BY id)) FROM events "
 		  . "WHERE payload <> 'new'"),
@@ -605,13 +593,13 @@ is( query(
 	    "snowflake_timestamp(id) >= timestamptz '${\ day_date($today)} 00:00+00' "
 	  . "AND snowflake_timestamp(id) < timestamptz '${\ day_date($today + 1)} 00:00+00'";
 	my ($scans, $removed) = plan_scans(
-		query('postgres', "EXPLAIN (COSTS OFF) SELECT * FROM events WHERE $where"));
+		$node->safe_psql('postgres', "EXPLAIN (COSTS OFF) SELECT * FROM events WHERE $where"));
 	is($scans, join(',', 'events_' . day_name($today), $rest_of_today),
 		'plain: today scans the partition of each layout');
 	my $rows = "SELECT count(*) FROM events WHERE $where";
-	is(query('postgres', $rows), $plain_today_old + 50,
+	is($node->safe_psql('postgres', $rows), $plain_today_old + 50,
 		'plain: today holds the rows of both layouts');
-	is(query('postgres', "SET snowflake.rewrite_timestamp_comparisons = off; $rows"),
+	is($node->safe_psql('postgres', "SET snowflake.rewrite_timestamp_comparisons = off; $rows"),
 		$plain_today_old + 50, 'plain: today, the same with the rewrite off');
 }
 
@@ -620,16 +608,16 @@ is( query(
 subtest 'pg_partman: a layout change' => sub {
 	plan skip_all => $no_partman unless $have_partman;
 
-	my $max_day = query('pm', "SELECT max(id) / $day_ids FROM events");
+	my $max_day = $node->safe_psql('pm', "SELECT max(id) / $day_ids FROM events");
 	my $old = partman_partitions('events', $max_day - 2 .. $max_day + 3);
 	is(partitions('pm', 'events'), $old, 'the partitions before');
 
-	query('pm', q{INSERT INTO events (payload) SELECT 'new' FROM generate_series(1, 3)});
-	is( query('pm',
+	$node->safe_psql('pm', q{INSERT INTO events (payload) SELECT 'new' FROM generate_series(1, 3)});
+	is( $node->safe_psql('pm',
 			q{SELECT tableoid::regclass, count(*) FROM events WHERE payload = 'new' GROUP BY 1}),
 		'events_default|3',
 		'new rows land in the default partition');
-	my $new_min = query('pm', q{SELECT min(id) FROM events WHERE payload = 'new'});
+	my $new_min = $node->safe_psql('pm', q{SELECT min(id) FROM events WHERE payload = 'new'});
 	my $failure = failing('pm', q{SELECT partman.run_maintenance()});
 	like(
 		$failure,
@@ -647,7 +635,7 @@ subtest 'pg_partman: a layout change' => sub {
 	# The steps of docs/partitioning.md, for each table.
 	my $steps = sub {
 		my ($table) = @_;
-		return query('pm',
+		return $node->safe_psql('pm',
 			SnowflakeDocs::substitute(SnowflakeDocs::block($page, 'partman-layout-change'),
 				'public.events' => "public.$table"));
 	};
@@ -655,21 +643,21 @@ subtest 'pg_partman: a layout change' => sub {
 		'events: partition_data_id() moves the 3 new rows, and makes their partition');
 
 	# The day of the change, under the new layout.
-	my $new_day = query('pm', "SELECT max(id) / $day_ids_13 FROM events");
+	my $new_day = $node->safe_psql('pm', "SELECT max(id) / $day_ids_13 FROM events");
 	is( partitions('pm', 'events'),
 		join("\n", $old,
 			map { partman_partition('events', $_, $day_ids_13) } ($new_day .. $new_day + 3)),
 		'events: today and 3 premade days at the new layout\'s day bounds, the old ones kept');
-	is( query('pm',
+	is( $node->safe_psql('pm',
 			q{SELECT count(*) FROM ONLY events_default}),
 		0, 'events: the default partition is empty');
-	is( query(
+	is( $node->safe_psql(
 			'pm',
 			"SELECT count(*) FROM events WHERE payload = 'new' "
 			  . "AND tableoid::regclass::text = 'events_p' || (id - id % $day_ids_13)"),
 		3,
 		'events: the new rows are in the partition of their day');
-	is( query(
+	is( $node->safe_psql(
 			'pm',
 			q{SELECT partition_interval, retention IS NULL
 			    FROM partman.part_config WHERE parent_table = 'public.events'}),
@@ -684,7 +672,7 @@ subtest 'pg_partman: a layout change' => sub {
 	is( partitions('pm', 'audit'),
 		join("\n", $audit_old, partman_partition('audit', $new_day, $day_ids_13)),
 		'audit: today\'s partition at the new layout\'s day bounds');
-	query(
+	$node->safe_psql(
 		'pm', q{
 INSERT INTO audit (payload) VALUES ('after');
 SELECT partman.run_maintenance('public.audit');
@@ -696,7 +684,7 @@ SELECT partman.run_maintenance('public.audit');
 
 	# Retention set again drops every partition of the old layout at once,
 	# today's included.
-	query(
+	$node->safe_psql(
 		'pm', q{
 UPDATE partman.part_config SET retention = snowflake_id_interval('2 days')::text
  WHERE parent_table = 'public.events';
@@ -707,7 +695,7 @@ SELECT partman.run_maintenance('public.events');
 			'events_default|DEFAULT',
 			map { partman_partition('events', $_, $day_ids_13) } ($new_day .. $new_day + 3)),
 		'retention set again: every old-layout partition is dropped, today\'s too');
-	is(query('pm', q{SELECT payload, count(*) FROM events GROUP BY 1}),
+	is($node->safe_psql('pm', q{SELECT payload, count(*) FROM events GROUP BY 1}),
 		'new|3', 'retention set again: only the rows of the new layout are left');
 };
 

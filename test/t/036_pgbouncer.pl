@@ -35,35 +35,27 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
-use SnowflakeLease qw(lease_node_settings);
+use SnowflakeLease qw(lease_settings);
 use SnowflakeTest;
 use Test::More;
 use IPC::Run;
 
-my ($pgbouncer) =
-  grep { -x $_ } map { "$_/pgbouncer" } (split(/:/, $ENV{PATH} // ''), '/usr/sbin');
-if (!defined $pgbouncer)
-{
-	my ($major) = `pg_config --version` =~ /^PostgreSQL (\d+)/;
-	die "pg_config on PATH did not answer" unless defined $major;
-	die "pgbouncer is not installed: test/install-deps.sh installs Debian's pgbouncer"
-	  if $major == 15;
-	plan skip_all => "pgbouncer is not installed (test/install-deps.sh installs Debian's "
-	  . "pgbouncer, which the suite's runs on 15 need)";
-}
+# The one on PATH first, else Debian's.
+my $pgbouncer = SnowflakeTest::find_program('pgbouncer')
+  // SnowflakeTest::find_program('pgbouncer', '/usr/sbin');
+SnowflakeTest::require_tool(defined $pgbouncer, 'pgbouncer', "Debian's pgbouncer",
+	"test/install-deps.sh installs Debian's pgbouncer, which the suite's runs on 15 need");
 
 my $pgbench_clients = 40;    # per protocol
 my $pgbench_transactions = 50;
 my $pool_size = 4;
 
 # Worker ids 126 and 127 are leased; sessions attach to 0 to 125.
-my $node = PostgreSQL::Test::Cluster->new('pooled');
-$node->init;
-$node->append_conf('postgresql.conf',
-	lease_node_settings(node_id => 1, lease_workers => 2, lease_connection_window => '2s'));
-$node->start;
+my $node = SnowflakeTest::new_node(
+	'pooled',
+	settings => lease_settings(node_id => 1, lease_workers => 2, lease_connection_window => '2s'),
+	extension => 'postgres');
 $node->safe_psql('postgres', q{
-CREATE EXTENSION snowflake;
 CREATE TABLE issued (n bigserial, id bigint NOT NULL, session integer NOT NULL);
 });
 my $user = $node->safe_psql('postgres', 'SELECT current_user');

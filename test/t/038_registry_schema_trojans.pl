@@ -27,10 +27,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeTest;
 
-my $node = PostgreSQL::Test::Cluster->new('schema_trojans');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'snowflake'");
-$node->start;
+my $node = SnowflakeTest::new_node('schema_trojans');
 $node->safe_psql('postgres', 'CREATE ROLE app LOGIN; CREATE DATABASE appdb OWNER app');
 $node->safe_psql('appdb', 'CREATE EXTENSION snowflake');
 # The registry's database exists before the registry starts.

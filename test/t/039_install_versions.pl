@@ -27,6 +27,7 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use SnowflakeOldVersions;
+use SnowflakeTest;
 use Test::More;
 
 my @old_versions = qw(1.0 1.1 1.2 1.3 1.4);
@@ -98,15 +99,13 @@ sub extversion
 }
 
 # Settings of the regression tests (test/conf/regress.conf: 4 leased
-# worker ids, the registry in contrib_regression).
+# worker ids, the registry in contrib_regression; it preloads snowflake too).
 sub start_node
 {
 	my ($name, %params) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name, %params);
-	$node->init;
-	$node->append_conf('postgresql.conf', slurp_file("$top/test/conf/regress.conf"));
-	$node->start;
-	return $node;
+	return SnowflakeTest::new_node($name,
+		install => [%params],
+		conf => slurp_file("$top/test/conf/regress.conf"));
 }
 
 # --- The shipped files ----------------------------------------------------------
@@ -240,12 +239,7 @@ is( messages_of($old, 'at13', 'SELECT snowflake_nextval() > 0'),
 \set VERBOSITY verbose
 ALTER SCHEMA public RENAME TO snowpub;
 CREATE SCHEMA public;
-CREATE TABLE public.snowflake_worker_leases (
-    node_id integer, worker_id integer, token bigint, holder text, holder_role name,
-    client_addr inet, application_name text, backend_pid integer, backend_start timestamptz,
-    instance_id uuid, ttl interval, window_ms bigint, layout text, granted_at timestamptz,
-    renewed_at timestamptz, not_before_ms bigint, not_after_ms bigint, last_timestamp_ms bigint,
-    released_at timestamptz);
+} . $SnowflakeOldVersions::lookalike_lease_table . q{
 CREATE FUNCTION public.snowflake_lease_held(token bigint, caller text)
 RETURNS public.snowflake_worker_leases LANGUAGE plpgsql AS $f$
 DECLARE r public.snowflake_worker_leases;

@@ -14,21 +14,17 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use SnowflakeTest;
 use Test::More;
 use SnowflakeOldVersions;
 
 # The 1.4 database needs the first release's install script, which only a
 # relocated copy of the installation has (SnowflakeOldVersions).
-my $node = PostgreSQL::Test::Cluster->new('text',
-	install_path => SnowflakeOldVersions::relocated_install('text'));
-$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
-$node->append_conf(
-	'postgresql.conf', q(
-shared_preload_libraries = 'snowflake'
-snowflake.database = 'legacydb'
-snowflake.lease_workers = 4
-));
-$node->start;
+my $node = SnowflakeTest::new_node(
+	'text',
+	install => [ install_path => SnowflakeOldVersions::relocated_install('text') ],
+	init => [ extra => [ '--encoding=UTF8', '--locale=C' ] ],
+	settings => { 'snowflake.database' => 'legacydb', 'snowflake.lease_workers' => 4 });
 $node->safe_psql(
 	'postgres', q(
 CREATE DATABASE legacydb ENCODING 'SQL_ASCII' TEMPLATE template0 LC_COLLATE 'C' LC_CTYPE 'C';

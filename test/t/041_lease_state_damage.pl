@@ -12,13 +12,11 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use SnowflakeLease;
 use SnowflakeLeaseFile;
+use SnowflakeTest;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('damage');
-$node->init;
-$node->append_conf('postgresql.conf', lease_node_settings(lease_workers => 2));
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+my $node = SnowflakeTest::new_node('damage', settings => lease_settings(lease_workers => 2),
+	extension => 'postgres');
 
 my $leases = q{SELECT worker_id, token, state, holder, not_before, not_after
                  FROM snowflake_leases ORDER BY worker_id};
@@ -47,9 +45,7 @@ sub restore_file
 sub refuses
 {
 	my ($damage, $detail) = @_;
-	my $offset = -s $node->logfile;
-	ok(!$node->start(fail_ok => 1), "$damage: the server refuses to start");
-	my $log = slurp_file($node->logfile, $offset);
+	my $log = SnowflakeTest::start_refused($node, "$damage: the server refuses to start");
 	like(
 		$log,
 		qr/FATAL:  file "\Q$file\E" does not hold a valid snowflake lease state\n.*DETAIL:  \Q$detail\E\n.*HINT:  Restore snowflake.lease_state from a backup of this data directory.  Otherwise, stop every application that holds a worker-id lease of this server, then remove the file: the server forgets every lease and its history, leases worker ids again from this run's generation floor, and numbers tokens anew, so a holder still running would share its worker id with the next holder./,

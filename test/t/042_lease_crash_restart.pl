@@ -22,11 +22,11 @@ use SnowflakeLeaseFile;
 use SnowflakeTest;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('crashes');
-$node->init(allows_streaming => 1);
-$node->append_conf('postgresql.conf', lease_node_settings(lease_workers => 3));
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+my $node = SnowflakeTest::new_node(
+	'crashes',
+	init => [ allows_streaming => 1 ],
+	settings => lease_settings(lease_workers => 3),
+	extension => 'postgres');
 
 my $long_token = $node->safe_psql('postgres',
 	q{SELECT token FROM snowflake_lease_worker('long', interval '1 hour')});

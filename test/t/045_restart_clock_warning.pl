@@ -19,41 +19,34 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use SnowflakeTest;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('restart_warning');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q(
-shared_preload_libraries = 'snowflake'
-timezone = 'UTC'
-snowflake.sequence_bits = 1
-snowflake.max_drift = '24h'
-snowflake.reserve_ahead = '60s'
-));
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+my $node = SnowflakeTest::new_node(
+	'restart_warning',
+	settings => {
+		timezone => 'UTC',
+		'snowflake.sequence_bits' => 1,
+		'snowflake.max_drift' => '24h',
+		'snowflake.reserve_ahead' => '60s'
+	},
+	extension => 'postgres');
 
 my $message = qr/system clock is (\d+) ms behind the snowflake reservation/;
-
-sub query
-{
-	return $node->safe_psql('postgres', $_[0]);
-}
 
 sub unix_ms
 {
 	my ($expr) = @_;
-	return query("SELECT (extract(epoch FROM $expr) * 1000)::bigint");
+	return $node->safe_psql('postgres', "SELECT (extract(epoch FROM $expr) * 1000)::bigint");
 }
 
 # Two million IDs in one statement; returns the largest, how far (ms) it
 # lies ahead of the clock, and its timestamp as the server prints it.
 sub burst
 {
-	my $newest = query(
+	my $newest = $node->safe_psql('postgres',
 		'SELECT max(snowflake_nextval()) FROM generate_series(1, 2000000)');
-	my ($ahead, $ts_text) = split /\|/, query(
+	my ($ahead, $ts_text) = split /\|/, $node->safe_psql('postgres',
 		qq{
 SELECT (extract(epoch FROM (snowflake_decode($newest)).ts - clock_timestamp()) * 1000)::bigint,
        (snowflake_decode($newest)).ts});
@@ -145,7 +138,7 @@ like(
 unlike($stderr, qr/HINT:/, 'within max_drift, without a HINT');
 
 # --- a clean restart with a gap beyond max_drift -------------------------------------
-$ahead = unix_ms('(snowflake_decode(' . query('SELECT snowflake_nextval()')
+$ahead = unix_ms('(snowflake_decode(' . $node->safe_psql('postgres', 'SELECT snowflake_nextval()')
 	  . ')).ts - clock_timestamp()');
 cmp_ok($ahead, '>', 60_000, "the newest ID lies more than a minute ahead ($ahead ms)");
 $node->stop('fast');

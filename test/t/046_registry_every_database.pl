@@ -26,16 +26,10 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeTest;
 
-my $node = PostgreSQL::Test::Cluster->new('every_database');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q(
-shared_preload_libraries = 'snowflake'
-snowflake.registry_interval = 200
-# "registering/unregistering background worker": each probe in the log.
-log_min_messages = debug1
-));
-$node->start;
+# log_min_messages: "registering/unregistering background worker", each
+# probe in the log.
+my $node = SnowflakeTest::new_node('every_database',
+	settings => { 'snowflake.registry_interval' => 200, log_min_messages => 'debug1' });
 for my $db ('one', 'two', 'plain', 'late')
 {
 	$node->safe_psql('postgres', "CREATE DATABASE $db");
