@@ -304,24 +304,14 @@ DecideStopped(const RegistrySlot &slot, bool exists, bool drop_in_progress, bool
 }
 
 /*
- * One pass: takes the requests, lists the databases, settles the stopped
- * registries and starts the probes still to run.  "periodic": a
- * registry interval passed since the last restart of failed registries.
+ * For each slot, the DROP DATABASE transaction it names and whether it is
+ * still running.  Read before the list of databases: a DROP that has ended
+ * by then shows in it.  (RecentXmin, from an earlier snapshot, is no later
+ * than it should be.)
  */
 void
-RunPass(SharedState *state, bool periodic, MemoryContext pass_context)
+NoteDropsInProgress(SharedState *state, TransactionId *drop_xid, bool *drop_in_progress)
 {
-	int count;
-	bool gone[kRegistrySlotCount];
-	TransactionId drop_xid[kRegistrySlotCount];
-	bool drop_in_progress[kRegistrySlotCount];
-
-	TakeProbeRequests(state);
-
-	/*
-	 * Before the list: a DROP DATABASE that has ended by now shows in it.
-	 * (RecentXmin, from an earlier snapshot, is no later than it should be.)
-	 */
 	for (int i = 0; i < kRegistrySlotCount; i++)
 	{
 		SpinLockAcquire(&state->registry_mutex);
@@ -331,13 +321,22 @@ RunPass(SharedState *state, bool periodic, MemoryContext pass_context)
 		drop_in_progress[i] = TransactionIdIsValid(drop_xid[i]) &&
 			TransactionIdIsInProgress(drop_xid[i]);
 	}
+}
 
-	KnownDatabase *databases = ListDatabases(pass_context, &count);
+/*
+ * Copies the slots into "slots", first marking a starting registry that
+ * exited before it got to its slot as stopped, and reporting one that has
+ * been starting for too long.
+ */
+void
+CopySlotsMarkingStuck(SharedState *state, RegistrySlot *slots)
+{
 	TimestampTz now = GetCurrentTimestamp();
 	int stale_ms = Max(kStaleStartIntervals * g_settings.registry_interval_ms,
 					   kStaleStartMinMs);
+	bool gone[kRegistrySlotCount];
 
-	/* A started registry that never got to its slot (GetBackgroundWorkerPid locks). */
+	/* Asked before the spinlock: GetBackgroundWorkerPid takes a lock. */
 	for (int i = 0; i < kRegistrySlotCount; i++)
 	{
 		pid_t pid;
@@ -345,9 +344,6 @@ RunPass(SharedState *state, bool periodic, MemoryContext pass_context)
 		gone[i] = handles[i] != nullptr &&
 			GetBackgroundWorkerPid(handles[i], &pid) == BGWH_STOPPED;
 	}
-
-	RegistrySlot slots[kRegistrySlotCount];
-	bool freed = false;
 
 	SpinLockAcquire(&state->registry_mutex);
 	for (int i = 0; i < kRegistrySlotCount; i++)
@@ -368,10 +364,23 @@ RunPass(SharedState *state, bool periodic, MemoryContext pass_context)
 					 "lock: see pg_locks)",
 					 stale_ms);
 	}
-	memcpy(slots, state->registries, sizeof(slots));
+	memcpy(slots, state->registries, sizeof(RegistrySlot) * kRegistrySlotCount);
 	SpinLockRelease(&state->registry_mutex);
+}
 
+/*
+ * Frees, restarts or leaves each stopped registry (DecideStopped), in the
+ * shared slots and in the copy "slots".  Returns how many probes are in
+ * flight after it.
+ */
+int
+SettleStoppedRegistries(SharedState *state, RegistrySlot *slots,
+						const KnownDatabase *databases, int count,
+						const TransactionId *drop_xid, const bool *drop_in_progress,
+						bool periodic)
+{
 	int in_flight = 0;
+	bool freed = false;
 
 	for (int i = 0; i < kRegistrySlotCount; i++)
 	{
@@ -385,7 +394,7 @@ RunPass(SharedState *state, bool periodic, MemoryContext pass_context)
 
 		const KnownDatabase *database = FindDatabase(databases, count, slot.database);
 
-		/* A DROP that began after the check above: settled at the next pass. */
+		/* A DROP that began after NoteDropsInProgress: settled at the next pass. */
 		bool drop_pending = drop_in_progress[i] || slot.dropping_xid != drop_xid[i];
 
 		switch (DecideStopped(slot, database != nullptr, drop_pending, periodic))
@@ -412,35 +421,35 @@ RunPass(SharedState *state, bool periodic, MemoryContext pass_context)
 	}
 	if (freed)
 		RecomputeNodeCollision(state);
+	return in_flight;
+}
 
-	/* Forget absent databases that are gone: their OIDs may come back. */
-	List *still_there = NIL;
+/* "oids" without the databases no longer listed (their OIDs may come back). */
+List *
+KeepListedDatabases(List *oids, const KnownDatabase *databases, int count)
+{
+	List *kept = NIL;
 	ListCell *cell;
 
-	foreach (cell, absent_databases)
+	foreach (cell, oids)
 		if (FindDatabase(databases, count, lfirst_oid(cell)) != nullptr)
-			still_there = lappend_oid(still_there, lfirst_oid(cell));
-	list_free(absent_databases);
-	absent_databases = still_there;
+			kept = lappend_oid(kept, lfirst_oid(cell));
+	list_free(oids);
+	return kept;
+}
 
-	/* Forget requests for databases that are gone. */
-	List *requested = NIL;
-
-	foreach (cell, requested_databases)
-		if (FindDatabase(databases, count, lfirst_oid(cell)) != nullptr)
-			requested = lappend_oid(requested, lfirst_oid(cell));
-	list_free(requested_databases);
-	requested_databases = requested;
-
-	/*
-	 * Probe the databases that have no slot and were not found absent: by
-	 * the scan, those that allow connections and are not templates; any
-	 * database a session asked for.  Count those no slot is left for.
-	 */
+/*
+ * Probes the databases that have no slot and were not found absent: by
+ * the scan, those that allow connections and are not templates; any
+ * database a session asked for.  At most kProbesInFlight at once.  Names
+ * the databases no slot is left for in "unplaced_names"; returns how many.
+ */
+int
+StartProbes(SharedState *state, RegistrySlot *slots, const KnownDatabase *databases,
+			int count, int in_flight, StringInfo unplaced_names)
+{
 	int unplaced = 0;
-	StringInfoData unplaced_names;
 
-	initStringInfo(&unplaced_names);
 	for (int d = 0; d < count; d++)
 	{
 		const KnownDatabase *database = &databases[d];
@@ -465,7 +474,7 @@ RunPass(SharedState *state, bool periodic, MemoryContext pass_context)
 		if (free_slot < 0)
 		{
 			/* The attacker may pick the first: name as many as fit, and count all. */
-			appendStringInfo(&unplaced_names, "%s\"%s\"", unplaced > 0 ? ", " : "",
+			appendStringInfo(unplaced_names, "%s\"%s\"", unplaced > 0 ? ", " : "",
 							 NameStr(database->name));
 			unplaced++;
 			continue;
@@ -478,33 +487,77 @@ RunPass(SharedState *state, bool periodic, MemoryContext pass_context)
 		StartRegistry(state, free_slot, database);
 		in_flight++;
 	}
+	return unplaced;
+}
 
-	if (unplaced > 0)
+/*
+ * The launcher's problem in snowflake_status(): the databases no registry
+ * slot is left for, cut after the last whole name that fits; cleared when
+ * there are none.
+ */
+void
+ReportUnplaced(SharedState *state, int unplaced, StringInfo unplaced_names)
+{
+	if (unplaced == 0)
 	{
-		char problem[sizeof(state->launcher_problem)];
-		int prefix = snprintf(problem, sizeof(problem),
-							  "%d database%s cannot be probed: all %d registry slots are "
-							  "taken: ",
-							  unplaced, unplaced == 1 ? "" : "s", kRegistrySlotCount);
-		int room = static_cast<int>(sizeof(problem)) - prefix - 1;
-
-		if (unplaced_names.len > room)
-		{
-			/* Cut after the last whole name that fits, and say so. */
-			int cut = room - 5;
-
-			while (cut > 0 && unplaced_names.data[cut] != ',')
-				cut--;
-			unplaced_names.data[cut] = '\0';
-			strlcat(unplaced_names.data, ", ...", unplaced_names.maxlen);
-		}
-		strlcat(problem, unplaced_names.data, sizeof(problem));
-		SetLauncherProblem(state, problem,
-						   "Set snowflake.database to the database whose snowflake_nodes "
-						   "the replication carries, and restart the server.");
-	}
-	else
 		SetLauncherProblem(state, "", "");
+		return;
+	}
+
+	char problem[sizeof(state->launcher_problem)];
+	int prefix = snprintf(problem, sizeof(problem),
+						  "%d database%s cannot be probed: all %d registry slots are "
+						  "taken: ",
+						  unplaced, unplaced == 1 ? "" : "s", kRegistrySlotCount);
+	int room = static_cast<int>(sizeof(problem)) - prefix - 1;
+
+	if (unplaced_names->len > room)
+	{
+		int cut = room - 5;
+
+		while (cut > 0 && unplaced_names->data[cut] != ',')
+			cut--;
+		unplaced_names->data[cut] = '\0';
+		strlcat(unplaced_names->data, ", ...", unplaced_names->maxlen);
+	}
+	strlcat(problem, unplaced_names->data, sizeof(problem));
+	SetLauncherProblem(state, problem,
+					   "Set snowflake.database to the database whose snowflake_nodes "
+					   "the replication carries, and restart the server.");
+}
+
+/*
+ * One pass: takes the requests, lists the databases, settles the stopped
+ * registries and starts the probes still to run.  "periodic": a
+ * registry interval passed since the last restart of failed registries.
+ */
+void
+RunPass(SharedState *state, bool periodic, MemoryContext pass_context)
+{
+	int count;
+	TransactionId drop_xid[kRegistrySlotCount];
+	bool drop_in_progress[kRegistrySlotCount];
+	RegistrySlot slots[kRegistrySlotCount];
+
+	TakeProbeRequests(state);
+	NoteDropsInProgress(state, drop_xid, drop_in_progress);
+
+	KnownDatabase *databases = ListDatabases(pass_context, &count);
+
+	CopySlotsMarkingStuck(state, slots);
+
+	int in_flight = SettleStoppedRegistries(state, slots, databases, count, drop_xid,
+											drop_in_progress, periodic);
+
+	absent_databases = KeepListedDatabases(absent_databases, databases, count);
+	requested_databases = KeepListedDatabases(requested_databases, databases, count);
+
+	StringInfoData unplaced_names;
+
+	initStringInfo(&unplaced_names);
+	ReportUnplaced(state,
+				   StartProbes(state, slots, databases, count, in_flight, &unplaced_names),
+				   &unplaced_names);
 	pfree(unplaced_names.data); /* TopMemoryContext is current */
 }
 
