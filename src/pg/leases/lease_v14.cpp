@@ -146,21 +146,88 @@ ReadWindow(HeapTupleHeader row, LeaseImage *image)
 enum class ImportOutcome
 {
 	kImported,
-	kNotNewer,					/* the table holds this lease or a later one */
+	kKept,						/* the table's lease of the worker id stays */
 	kAfterGrants,				/* version 1.5 granted from the table already */
+	kTwoHolders,				/* the table's lease of the worker id is held too */
+	kTokenClash,				/* another worker id's lease has the same token */
+};
+
+/* What the locked part of an import found, for the report. */
+struct ImportResult
+{
+	ImportOutcome outcome;
+	uint32		clash_worker_id;	/* kTokenClash: the other lease's worker id */
+	uint64		change;
+	XLogRecPtr	lsn;
 };
 
 /*
- * Takes the table's lock, commits "image" into the entry at "index" if it
- * may, releases the lock.  Only into a lease table that version 1.5 has not
- * granted from yet: its tokens and windows would clash with the old
- * table's.
+ * Everything a lease's holder may have issued IDs up to: the not_before
+ * its worker id's next holder needs (lease_rules.hpp).
+ */
+static int64
+IssuedUpTo(const LeaseImage &image)
+{
+	snowflake::LeaseHistory history{};
+
+	history.ever_leased = true;
+	history.released = (image.flags & kLeaseReleased) != 0;
+	history.not_before_ms = image.not_before_ms;
+	history.not_after_ms = image.not_after_ms;
+	history.last_timestamp_ms = image.last_timestamp_ms;
+	return snowflake::NextNotBefore(history, snowflake::kNoTimestamp);
+}
+
+/*
+ * Lock held: which of two 1.4 leases of one worker id the table keeps.
+ * Two exist only when two databases' 1.4 tables leased from this server
+ * (snowflake.database moved under 1.4), whose tokens were counted apart,
+ * so their order says nothing.  A held lease is kept: its holder renews
+ * it; of two not held, the later token.  Either way the kept one's
+ * last_timestamp_ms is raised to cover what the other's holder may have
+ * issued, so the worker id's next holder starts above both.
  */
 static ImportOutcome
-ImportUnderLock(LeaseTable *table, uint32 index, LeaseImage *image, uint64 *change,
-				XLogRecPtr *lsn)
+MergeWithTable(const LeaseEntry &entry, int64 now_ms, LeaseImage *image)
 {
-	ImportOutcome outcome = ImportOutcome::kImported;
+	LeaseEntry	incoming{};
+
+	incoming.image = *image;	/* imported: connected stays false */
+	incoming.image.magic = kLeaseImageMagic;	/* as it will be committed */
+	const bool	table_held = LeaseIsHeld(entry, now_ms);
+	const bool	row_held = LeaseIsHeld(incoming, now_ms);
+
+	if (table_held && row_held && entry.image.token != image->token)
+		return ImportOutcome::kTwoHolders;
+	if (table_held || (!row_held && entry.image.token >= image->token))
+	{
+		const int64 row_issued = IssuedUpTo(*image);
+
+		if (row_issued <= IssuedUpTo(entry.image))
+			return ImportOutcome::kKept;
+		/* The table's lease stays, raised past the row's (shown as its last report). */
+		*image = entry.image;
+		image->last_timestamp_ms = row_issued;
+		return ImportOutcome::kImported;
+	}
+	if (IssuedUpTo(entry.image) > IssuedUpTo(*image))
+		image->last_timestamp_ms = IssuedUpTo(entry.image);
+	return ImportOutcome::kImported;
+}
+
+/*
+ * Takes the table's lock, commits the row's lease "image" into the entry
+ * at "index" (merged with the lease the entry holds, if any) if it may,
+ * releases the lock.  Only into a lease table that version 1.5 has not
+ * granted from yet: its tokens and windows would clash with the old
+ * table's.  Never two leases with one token: a renewal names its lease by
+ * the token alone.
+ */
+static ImportResult
+ImportUnderLock(LeaseTable *table, uint32 index, LeaseImage *image)
+{
+	ImportResult result{ImportOutcome::kImported, 0, 0, InvalidXLogRecPtr};
+	const int64 now_ms = NowUnixMs();
 
 	LockLeaseTableForChange(table);
 	for (uint32 i = 0; i < table->count; i++)
@@ -168,16 +235,70 @@ ImportUnderLock(LeaseTable *table, uint32 index, LeaseImage *image, uint64 *chan
 		const LeaseImage &current = table->entries[i].image;
 
 		if (current.magic == kLeaseImageMagic && !(current.flags & kLeaseImported))
-			outcome = ImportOutcome::kAfterGrants;
+			result.outcome = ImportOutcome::kAfterGrants;
 	}
-	if (outcome == ImportOutcome::kImported &&
+	if (result.outcome == ImportOutcome::kImported &&
 		table->entries[index].image.magic == kLeaseImageMagic &&
-		table->entries[index].image.token >= image->token)
-		outcome = ImportOutcome::kNotNewer;
-	if (outcome == ImportOutcome::kImported)
-		*change = CommitLeaseImage(table, index, image, false, lsn);
+		table->entries[index].image.token != 0)
+		result.outcome = MergeWithTable(table->entries[index], now_ms, image);
+	for (uint32 i = 0; i < table->count && result.outcome == ImportOutcome::kImported; i++)
+	{
+		const LeaseImage &other = table->entries[i].image;
+
+		if (i != index && other.magic == kLeaseImageMagic && other.token == image->token)
+		{
+			result.outcome = ImportOutcome::kTokenClash;
+			result.clash_worker_id = other.worker_id;
+		}
+	}
+	if (result.outcome == ImportOutcome::kImported)
+		result.change = CommitLeaseImage(table, index, image, false, &result.lsn);
 	LWLockRelease(table->lock);
-	return outcome;
+	return result;
+}
+
+/* The WARNING or ERROR for a row the import did not carry. */
+static void
+ReportNotCarried(const ImportResult &result, const LeaseImage &image)
+{
+	const long long token = static_cast<long long>(image.token);
+	const int worker_id = static_cast<int>(image.worker_id);
+
+	if (result.outcome == ImportOutcome::kAfterGrants)
+		ereport(WARNING,
+				(errmsg("snowflake lease %lld of worker id %d, taken under version 1.4, "
+						"was not carried into version 1.5",
+						token, worker_id),
+				 errdetail("This server leased worker ids under version 1.5 before this "
+						   "database was updated."),
+				 errhint("Update first the database whose 1.4 table "
+						 "snowflake_worker_leases held the leases (where "
+						 "snowflake.database pointed under 1.4).  The lease's holder is "
+						 "told at its next renewal.")));
+	else if (result.outcome == ImportOutcome::kTwoHolders)
+		ereport(WARNING,
+				(errmsg("snowflake lease %lld of worker id %d, taken under version 1.4, "
+						"was not carried into version 1.5",
+						token, worker_id),
+				 errdetail("A lease of worker id %d carried from another database is held "
+						   "too: version 1.4 leased it from two databases' tables.",
+						   worker_id),
+				 errhint("The lease's holder is told at its next renewal.")));
+	else if (result.outcome == ImportOutcome::kTokenClash)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("snowflake lease %lld of worker id %d, taken under version 1.4, "
+						"has the token of worker id %d's lease, carried from another "
+						"database",
+						token, worker_id, static_cast<int>(result.clash_worker_id)),
+				 errdetail("Version 1.4 counted the tokens of each database's table apart, "
+						   "and a renewal names its lease by the token alone."),
+				 errhint(
+					 "Update first the database whose 1.4 table "
+					 "snowflake_worker_leases held the leases (where "
+					 "snowflake.database pointed under 1.4).  In the others, delete the "
+					 "rows of leases no longer held from snowflake_worker_leases, then "
+					 "update.")));
 }
 
 /*
@@ -206,6 +327,15 @@ snowflake_lease_import_v14(PG_FUNCTION_ARGS)
 	memset(&image, 0, sizeof(image));
 	image.worker_id = static_cast<uint32>(DatumGetInt32(RequiredField(row, "worker_id")));
 	image.token = DatumGetInt64(RequiredField(row, "token"));
+	if (image.token <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("token %lld of a snowflake 1.4 lease is not positive",
+						static_cast<long long>(image.token)),
+				 errdetail("Version 1.4 numbered its leases from 1; a lease with token 0 "
+						   "would be read as never granted."),
+				 errhint("Correct or delete the row of snowflake_worker_leases, then "
+						 "update again.")));
 	if (!IsThisServersLease(row, table, static_cast<int32>(image.worker_id)))
 		PG_RETURN_BOOL(false);
 	SetLeaseImageLayout(&image);
@@ -213,26 +343,13 @@ snowflake_lease_import_v14(PG_FUNCTION_ARGS)
 	ReadWindow(row, &image);
 	image.flags |= kLeaseImported;
 
-	uint64		change = 0;
-	XLogRecPtr	lsn = InvalidXLogRecPtr;
-	ImportOutcome outcome = ImportUnderLock(table, image.worker_id - table->first_worker_id,
-											&image, &change, &lsn);
+	ImportResult result = ImportUnderLock(table, image.worker_id - table->first_worker_id,
+										  &image);
 
-	if (outcome == ImportOutcome::kAfterGrants)
-		ereport(WARNING,
-				(errmsg("snowflake lease %lld of worker id %d, taken under version 1.4, "
-						"was not carried into version 1.5",
-						static_cast<long long>(image.token),
-						static_cast<int>(image.worker_id)),
-				 errdetail("This server leased worker ids under version 1.5 before this "
-						   "database was updated."),
-				 errhint("Update first the database whose 1.4 table "
-						 "snowflake_worker_leases held the leases (where "
-						 "snowflake.database pointed under 1.4).  The lease's holder is "
-						 "told at its next renewal.")));
-	if (outcome != ImportOutcome::kImported)
+	ReportNotCarried(result, image);
+	if (result.outcome != ImportOutcome::kImported)
 		PG_RETURN_BOOL(false);
-	MakeLeaseChangeDurable(table, change, lsn);
+	MakeLeaseChangeDurable(table, result.change, result.lsn);
 	PG_RETURN_BOOL(true);
 }
 
