@@ -26,11 +26,16 @@
 # Into each version built here goes pglogical as well (for the two-node
 # TAP tests), built from the upstream tarball of Debian's source package
 # and kept in the cached installation.  Failing to fetch or build it is a
-# warning only: those tests then skip on that version.
+# warning only: those tests then skip on that version.  So does Citus (for
+# test/t/049_citus_cluster.pl), from the tarball beside the repository
+# (../shared/citus/), into an installation that lacks it.
 #
 #   SNOWFLAKE_PG_CACHE     the cache (default /var/cache/snowflake-pg)
 #   SNOWFLAKE_DEBIAN_URI   the archive to fetch from (default: the first
 #                          Debian archive of this machine's apt sources)
+#   SNOWFLAKE_CITUS_TARBALL  Citus's source (default
+#                          ../shared/citus/citus-14.0.1.tar.gz beside the
+#                          repository)
 set -euo pipefail
 
 cache=${SNOWFLAKE_PG_CACHE:-/var/cache/snowflake-pg}
@@ -347,6 +352,48 @@ install_pglogical() {
 	log "PostgreSQL $major: pglogical $pglogical_version installed"
 }
 
+# Citus, for test/t/049_citus_cluster.pl: not in Debian, so each version
+# built here gets it from the source tarball kept beside the repository
+# (../shared/citus/, or SNOWFLAKE_CITUS_TARBALL), pinned by its SHA-256,
+# built in a directory of its own and installed into the cached prefix.
+# Citus 14 supports PostgreSQL 16 to 18.  An installation that has
+# citus.control already is left alone, so adding this step needs no new
+# recipe (no rebuild of PostgreSQL) and a second run does nothing.  A
+# missing tarball or a failed build is a warning only: the test then skips
+# on that version, saying why.
+citus_version=14.0.1
+citus_sha256=edf37f5f80c0a2f2ba258941439d0a271f08de3b065c82520dae763ae9367b3d
+citus_tarball=${SNOWFLAKE_CITUS_TARBALL:-$(cd "$(dirname "$0")/.." && pwd)/../shared/citus/citus-$citus_version.tar.gz}
+install_citus() {
+	local major=$1 version=$2 dir=$cache/$2.b$recipe work
+	[ ! -f "$("$dir/pg/bin/pg_config" --sharedir)/extension/citus.control" ] || return 0
+	if [ ! -f "$citus_tarball" ]; then
+		log "WARNING: no $citus_tarball; no Citus for PostgreSQL $major"
+		return 1
+	fi
+	if ! echo "$citus_sha256  $citus_tarball" | sha256sum --quiet -c - >/dev/null 2>&1; then
+		log "WARNING: $citus_tarball: its SHA-256 is not the pinned one; no Citus for PostgreSQL $major"
+		return 1
+	fi
+	work=$(mktemp -d)
+	log "building Citus $citus_version into $dir/pg (log: $dir/citus.log)"
+	(
+		tar -C "$work" --strip-components=1 -xzf "$citus_tarball" &&
+			cd "$work" &&
+			./configure PG_CONFIG="$dir/pg/bin/pg_config" --without-libcurl --without-lz4 --without-zstd &&
+			nice -n 10 make -j2 &&
+			make install
+	) >"$dir/citus.log" 2>&1 || {
+		tail -n 30 "$dir/citus.log" >&2
+		log "WARNING: building Citus $citus_version for PostgreSQL $version failed; the whole log is $dir/citus.log"
+		rm -rf "$work"
+		return 1
+	}
+	chmod -R a+rX "$dir/pg"
+	rm -rf "$work"
+	log "PostgreSQL $major: Citus $citus_version installed"
+}
+
 # The versions worth using for major version $1, in order: the one the
 # index of its suite names, if any, then the pinned one.
 candidate_versions() {
@@ -403,6 +450,7 @@ for major in "${majors[@]}"; do
 	if [ -n "$found" ]; then
 		use_version "$major" "$found"
 		install_pglogical "$major" "$found" || true
+		install_citus "$major" "$found" || true
 		# A build cached before the regression tests were kept.
 		if regress_cached "$found" ||
 			{ prepare_fetch "$major" && fetch_regress "$major" "$found" "$found"; }; then
@@ -438,5 +486,6 @@ for major in "${majors[@]}"; do
 	use_version "$major" "$found"
 	use_regress "$major" "$found"
 	install_pglogical "$major" "$found" || true
+	install_citus "$major" "$found" || true
 	log "PostgreSQL $major: built in $((SECONDS - start)) s"
 done
