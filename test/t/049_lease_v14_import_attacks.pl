@@ -15,6 +15,10 @@
 #      lease, but another lease (both tables' first grant is the first
 #      lease worker id with token 1), must not be taken for the carried
 #      one silently: its holder would share the carried lease;
+#   5. a row not carried whose window ends before the kept held lease's
+#      (a connection-scoped row: carried as ended, though its connection
+#      may still issue IDs) must stay covered once the kept lease is
+#      released: a release drops the kept lease's own not_after;
 #   4. a row whose token is INT64_MAX must not make every later grant's
 #      token wrap to one negative token shared by every holder.
 use strict;
@@ -29,7 +33,7 @@ my $node = SnowflakeTest::new_node('v14attack',
 	install => [ install_path => SnowflakeOldVersions::relocated_install('v14attack') ],
 	conf => slurp_file("$top/test/conf/regress.conf") . "snowflake.lease_workers = 8\n");
 
-my @before = qw(before_s1 before_s2 before_s3 before_s4);
+my @before = qw(before_s1 before_s2 before_s3 before_s4 before_s5);
 for my $db ('leases_now', @before)
 {
 	$node->safe_psql('postgres', "CREATE DATABASE $db");
@@ -80,7 +84,8 @@ insert_rows('leases_now',
 	row(0, 1, -60_000, $hour, 'x0', 60_000),
 	row(1, 2, -60_000, $hour, 'x1', 60_000),
 	row(2, 3, -60_000, $hour, 'x2', 60_000),
-	row(3, 4, -3 * $hour, -2 * $hour, 'x3', 3 * $hour));
+	row(3, 4, -3 * $hour, -2 * $hour, 'x3', 3 * $hour),
+	row(5, 5, -60_000, $hour, 'x5', 60_000));
 my ($rc, $err) = update('leases_now');
 is($rc, 0, 'the database that held the leases updates first') or diag $err;
 
@@ -113,10 +118,17 @@ insert_rows('before_s4', row(4, '9223372036854775807', -3 * $hour, -2 * $hour, '
 ($rc, $err) = update('before_s4');
 note "the update of a row with token INT64_MAX: rc $rc, $err";
 
+# 5. +5 connection-scoped (ttl NULL) in the earlier database, its window
+# half an hour ahead: within the carried held lease's window.
+insert_rows('before_s5', row(5, 13, -60_000, $hour / 2, 'y5', 60_000) =~ s/interval '1 hour'/NULL/r);
+($rc, $err) = update('before_s5');
+is($rc, 0, 'a database with a connection-scoped row of a held worker id updates') or diag $err;
+
 # The holder of +1's carried lease (token 2) releases it, reporting nothing;
 # the holder of the row held too (token 12) may issue IDs until its
 # not_after.  Then grants take every worker id they can.
 $node->safe_psql('leases_now', 'SELECT snowflake_release_lease(2, NULL)');
+$node->safe_psql('leases_now', 'SELECT snowflake_release_lease(5, NULL)');
 my @grants;
 for my $i (1 .. 8)
 {
@@ -132,6 +144,9 @@ ok(scalar(@grants) > 0, 'grants were made');
 my @early = grep { $_->[0] == $first + 1 && $_->[2] < $now_ms + $hour - 1 } @grants;
 is(scalar(@early), 0,
 	'no grant of the worker id held too starts below the not_after of the row not carried');
+@early = grep { $_->[0] == $first + 5 && $_->[2] < $now_ms + $hour / 2 - 1 } @grants;
+is(scalar(@early), 0,
+	'no grant of the worker id starts below the window of the connection-scoped row not carried');
 my %tokens;
 $tokens{ $_->[1] }++ for @grants;
 is(scalar(grep { $tokens{$_} > 1 } keys %tokens), 0, 'no two grants share a token');
