@@ -104,12 +104,24 @@ update_fails('leases_before',
 	'a 1.4 row whose token another carried lease has');
 $node->safe_psql('leases_before', 'DELETE FROM snowflake_worker_leases');
 
+# A row not carried (127 expired with a smaller token: the carried lease
+# stays) whose token 3 names 126's held lease: its holder's renewal would
+# renew 126's lease.
+insert_rows('leases_before', row(127, 3, -$hour, -1_800_000));
+update_fails('leases_before',
+	"55000: snowflake lease 3 of worker id 127, taken under version 1.4, has the token "
+	  . "of worker id 126's lease, carried from another database",
+	'a 1.4 row not carried whose token another carried lease has');
+$node->safe_psql('leases_before', 'DELETE FROM snowflake_worker_leases');
+
 # 124: released a day ago with a larger token; 125: held too; 127: not held,
-# a smaller token than the carried one, but its window ended later.
+# released (its holder reported an ID of its window's end), a smaller token
+# than the carried one, but its window ended later.
 insert_rows('leases_before',
 	row(124, 10, -2 * 86_400_000, -86_400_000, 1),
 	row(125, 11, -60_000, $hour),
-	row(127, 3, -$hour, -1_800_000));
+	row(127, 3, -$hour, -1_800_000, 1)
+	  =~ s/NULL, now\(\) - interval '1 day'\)$/@{[$now_ms - 1_800_000 - 1]}, now() - interval '1 day')/r);
 my ($rc, $out, $err) = $node->psql('leases_before', 'ALTER EXTENSION snowflake UPDATE');
 is($rc, 0, 'the earlier database then updates');
 like(
