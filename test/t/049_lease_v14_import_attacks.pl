@@ -19,6 +19,10 @@
 #      (a connection-scoped row: carried as ended, though its connection
 #      may still issue IDs) must stay covered once the kept lease is
 #      released: a release drops the kept lease's own not_after;
+#   6. after 1.5 granted (the update order was not kept), a row that is
+#      not carried (WARNING: "its holder is told at its next renewal")
+#      must not keep a token that names a carried lease of another worker
+#      id either;
 #   4. a row whose token is INT64_MAX must not make every later grant's
 #      token wrap to one negative token shared by every holder.
 use strict;
@@ -33,7 +37,7 @@ my $node = SnowflakeTest::new_node('v14attack',
 	install => [ install_path => SnowflakeOldVersions::relocated_install('v14attack') ],
 	conf => slurp_file("$top/test/conf/regress.conf") . "snowflake.lease_workers = 8\n");
 
-my @before = qw(before_s1 before_s2 before_s3 before_s4 before_s5);
+my @before = qw(before_s1 before_s2 before_s3 before_s4 before_s5 before_s6);
 for my $db ('leases_now', @before)
 {
 	$node->safe_psql('postgres', "CREATE DATABASE $db");
@@ -151,6 +155,14 @@ my %tokens;
 $tokens{ $_->[1] }++ for @grants;
 is(scalar(grep { $tokens{$_} > 1 } keys %tokens), 0, 'no two grants share a token');
 is(scalar(grep { $_->[1] <= 0 } @grants), 0, 'every grant\'s token is positive');
+
+# 6. After those grants: +6 held under token 1, the token of +0's carried
+# lease, still held.
+insert_rows('before_s6', row(6, 1, -60_000, $hour, 'y6', 60_000));
+($rc, $err) = update('before_s6');
+isnt($rc, 0,
+	'after grants, a row not carried whose token names another worker id\'s lease stops the update');
+like($err, qr/lease 1 of worker id @{[$first + 6]}\b/, 'and the message names that row');
 
 $node->stop;
 done_testing();
