@@ -44,15 +44,16 @@ my $now_ms = $node->safe_psql('leases_now',
 my $hour = 3_600_000;
 
 # A 1.4 row of worker id $worker: token, window (not_before, not_after) in
-# ms from now, released or not.
+# ms from now, released or not, and the last timestamp its holder reported
+# (Unix ms, or none).
 sub row
 {
-	my ($worker, $token, $from, $to, $released) = @_;
+	my ($worker, $token, $from, $to, $released, $last) = @_;
 	return sprintf(
 		"(0, %d, %d, 'app-%d', current_user, NULL, NULL, NULL, interval '1 hour', 3600000, "
-		  . "'%s', now(), now(), %d, %d, NULL, %s)",
+		  . "'%s', now(), now(), %d, %d, %s, %s)",
 		$worker, $token, $token, $layout, $now_ms + $from, $now_ms + $to,
-		$released ? "now() - interval '1 day'" : 'NULL');
+		$last // 'NULL', $released ? "now() - interval '1 day'" : 'NULL');
 }
 
 sub insert_rows
@@ -104,12 +105,23 @@ update_fails('leases_before',
 	'a 1.4 row whose token another carried lease has');
 $node->safe_psql('leases_before', 'DELETE FROM snowflake_worker_leases');
 
+# A row not carried (127 expired with a smaller token: the carried lease
+# stays) whose token 3 names 126's held lease: its holder's renewal would
+# renew 126's lease.
+insert_rows('leases_before', row(127, 3, -$hour, -1_800_000));
+update_fails('leases_before',
+	"55000: snowflake lease 3 of worker id 127, taken under version 1.4, has the token "
+	  . "of worker id 126's lease, carried from another database",
+	'a 1.4 row not carried whose token another carried lease has');
+$node->safe_psql('leases_before', 'DELETE FROM snowflake_worker_leases');
+
 # 124: released a day ago with a larger token; 125: held too; 127: not held,
-# a smaller token than the carried one, but its window ended later.
+# released (its holder reported an ID of its window's end), a smaller token
+# than the carried one, but its window ended later.
 insert_rows('leases_before',
 	row(124, 10, -2 * 86_400_000, -86_400_000, 1),
 	row(125, 11, -60_000, $hour),
-	row(127, 3, -$hour, -1_800_000));
+	row(127, 3, -$hour, -1_800_000, 1, $now_ms - 1_800_000 - 1));
 my ($rc, $out, $err) = $node->psql('leases_before', 'ALTER EXTENSION snowflake UPDATE');
 is($rc, 0, 'the earlier database then updates');
 like(

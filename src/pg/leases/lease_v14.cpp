@@ -179,6 +179,20 @@ IssuedUpTo(const LeaseImage &image)
 }
 
 /*
+ * What a lease's history keeps covered once its holder releases it: a
+ * release drops the not_after - 1 that IssuedUpTo() counts while it is
+ * not released.  A kept lease must cover the other row for good.
+ */
+static int64
+CoveredAfterRelease(const LeaseImage &image)
+{
+	LeaseImage	released = image;
+
+	released.flags |= kLeaseReleased;
+	return IssuedUpTo(released);
+}
+
+/*
  * Lock held: which of two 1.4 leases of one worker id the table keeps.
  * Two exist only when two databases' 1.4 tables leased from this server
  * (snowflake.database moved under 1.4), whose tokens were counted apart,
@@ -198,19 +212,29 @@ MergeWithTable(const LeaseEntry &entry, int64 now_ms, LeaseImage *image)
 	const bool	row_held = LeaseIsHeld(incoming, now_ms);
 
 	if (table_held && row_held && entry.image.token != image->token)
+	{
+		/* Its holder may issue IDs until told: the kept lease covers them. */
+		const int64 row_issued = IssuedUpTo(*image);
+
+		if (row_issued > CoveredAfterRelease(entry.image))
+		{
+			*image = entry.image;
+			image->last_timestamp_ms = row_issued;
+		}
 		return ImportOutcome::kTwoHolders;
+	}
 	if (table_held || (!row_held && entry.image.token >= image->token))
 	{
 		const int64 row_issued = IssuedUpTo(*image);
 
-		if (row_issued <= IssuedUpTo(entry.image))
+		if (row_issued <= CoveredAfterRelease(entry.image))
 			return ImportOutcome::kKept;
 		/* The table's lease stays, raised past the row's (shown as its last report). */
 		*image = entry.image;
 		image->last_timestamp_ms = row_issued;
 		return ImportOutcome::kImported;
 	}
-	if (IssuedUpTo(entry.image) > IssuedUpTo(*image))
+	if (IssuedUpTo(entry.image) > CoveredAfterRelease(*image))
 		image->last_timestamp_ms = IssuedUpTo(entry.image);
 	return ImportOutcome::kImported;
 }
@@ -228,8 +252,28 @@ ImportUnderLock(LeaseTable *table, uint32 index, LeaseImage *image)
 {
 	ImportResult result{ImportOutcome::kImported, 0, 0, InvalidXLogRecPtr};
 	const int64 now_ms = NowUnixMs();
+	const LeaseImage row = *image;
 
 	LockLeaseTableForChange(table);
+	/*
+	 * Whatever is carried, the row's holder renews with its token: it must
+	 * name no other lease (another worker id's, or another grant of this
+	 * one).  A released row's holder renews no more.
+	 */
+	for (uint32 i = 0; i < table->count && !(row.flags & kLeaseReleased); i++)
+	{
+		const LeaseImage &other = table->entries[i].image;
+
+		if (other.magic == kLeaseImageMagic && other.token == row.token &&
+			!(i == index && other.granted_at == row.granted_at &&
+			  other.holder_role == row.holder_role))
+		{
+			result.outcome = ImportOutcome::kTokenClash;
+			result.clash_worker_id = other.worker_id;
+			LWLockRelease(table->lock);
+			return result;
+		}
+	}
 	for (uint32 i = 0; i < table->count; i++)
 	{
 		const LeaseImage &current = table->entries[i].image;
@@ -241,6 +285,8 @@ ImportUnderLock(LeaseTable *table, uint32 index, LeaseImage *image)
 		table->entries[index].image.magic == kLeaseImageMagic &&
 		table->entries[index].image.token != 0)
 		result.outcome = MergeWithTable(table->entries[index], now_ms, image);
+	if (result.outcome == ImportOutcome::kTwoHolders && image->token != row.token)
+		result.change = CommitLeaseImage(table, index, image, false, &result.lsn);
 	for (uint32 i = 0; i < table->count && result.outcome == ImportOutcome::kImported; i++)
 	{
 		const LeaseImage &other = table->entries[i].image;
@@ -336,6 +382,15 @@ snowflake_lease_import_v14(PG_FUNCTION_ARGS)
 						   "would be read as never granted."),
 				 errhint("Correct or delete the row of snowflake_worker_leases, then "
 						 "update again.")));
+	/* 1.4 counted from 1 in each table: far below this, and a grant's token + 1 cannot wrap. */
+	if (image.token > (int64{1} << 53))
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("token %lld of a snowflake 1.4 lease is out of range",
+						static_cast<long long>(image.token)),
+				 errdetail("Version 1.4 numbered the leases of each table from 1."),
+				 errhint("Correct or delete the row of snowflake_worker_leases, then "
+						 "update again.")));
 	if (!IsThisServersLease(row, table, static_cast<int32>(image.worker_id)))
 		PG_RETURN_BOOL(false);
 	SetLeaseImageLayout(&image);
@@ -343,13 +398,15 @@ snowflake_lease_import_v14(PG_FUNCTION_ARGS)
 	ReadWindow(row, &image);
 	image.flags |= kLeaseImported;
 
+	const LeaseImage row_image = image;
 	ImportResult result = ImportUnderLock(table, image.worker_id - table->first_worker_id,
 										  &image);
 
-	ReportNotCarried(result, image);
+	if (result.change != 0)
+		MakeLeaseChangeDurable(table, result.change, result.lsn);
+	ReportNotCarried(result, row_image);
 	if (result.outcome != ImportOutcome::kImported)
 		PG_RETURN_BOOL(false);
-	MakeLeaseChangeDurable(table, result.change, result.lsn);
 	PG_RETURN_BOOL(true);
 }
 
