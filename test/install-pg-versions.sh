@@ -372,8 +372,10 @@ install_pglogical() {
 	log "PostgreSQL $major: pglogical $pglogical_version installed"
 }
 
-# The versions worth using for major version $1, in order: the ones the
-# indexes of its suites name, newest first, then the pinned one, if any.
+# The versions worth using for major version $1, in order: the one the
+# index of its suite names, if any, then the pinned one.  Where its suites
+# name several (19's experimental: 19~rc1-1 and 19~beta2-1), each of them,
+# newest first; where it has no pin, no more.
 candidate_versions() {
 	local major=$1 pin=${pinned[$1]:-}
 	# shellcheck disable=SC2086 # one word per suite
