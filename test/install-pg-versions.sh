@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Builds the PostgreSQL major versions named as arguments (17, 18) from
-# Debian's source packages, each into a prefix of its own, and caches them:
+# Builds the PostgreSQL major versions named as arguments (17, 18, 19)
+# from Debian's source packages, each into a prefix of its own, and caches
+# them:
 #
 #   /var/cache/snowflake-pg/<source version>.b<recipe>/pg   the installation
 #   /var/cache/snowflake-pg/<major>               a link to the version in use
+#   /var/cache/snowflake-pg/<major>.unavailable   instead, for a version only
+#                          tried (19): one line saying why it was not built
 #
 # so PG_CONFIG=/var/cache/snowflake-pg/18/pg/bin/pg_config builds against 18.
 # A second run finds the cached build and does nothing.  Debian 12 ships
@@ -40,12 +43,17 @@ set -euo pipefail
 
 cache=${SNOWFLAKE_PG_CACHE:-/var/cache/snowflake-pg}
 
-# Per major version: the suite that carries it, and a version whose files
+# Per major version: the suites that carry it, and a version whose files
 # the archive was seen to serve (its index can name a newer version than
 # it serves), with the SHA-256 of its .dsc.  apt authenticates what the
 # signed index names; a pinned version the index no longer names is
 # authenticated by this hash, and its other files by the .dsc's checksums.
-declare -A suite=([17]=trixie [18]=sid)
+# A version with no pin (19: its index names 19~beta2 and 19~rc1 in
+# experimental, but the archive has served neither) is only tried, against
+# a freshly read index at every run, newest version first: when none is
+# served it is skipped, saying why (<major>.unavailable), and the run goes
+# on.  Pin it once it builds, so that losing it fails the run.
+declare -A suite=([17]=trixie [18]=sid [19]="sid experimental")
 declare -A pinned=([17]=17.11-0+deb13u1 [18]=18.6-3)
 declare -A pinned_dsc_sha256=(
 	[17.11-0+deb13u1]=bf148ae423a982707c3f60672c3a072ef62b701bd9f5df847d9f4b8c9b3e3b18
@@ -84,6 +92,7 @@ is_cached() { [ -f "$cache/$1.b$recipe/.complete" ]; }
 # The link makes a cached version the one used for its major version.
 use_version() {
 	local major=$1 version=$2
+	rm -f "$cache/$major.unavailable"
 	ln -sfn "$version.b$recipe" "$cache/$major"
 	log "PostgreSQL $major: $cache/$major/pg ($version)"
 }
@@ -129,12 +138,13 @@ debian_uri() {
 # those suites can be installed as a binary by accident.  This release's
 # own suites too, and its security archive's, for the regression tests of
 # its binary (postgresql-15).
+sources_file=/etc/apt/sources.list.d/snowflake-pg-src.sources
 add_sources() {
-	local uri=$1 file=/etc/apt/sources.list.d/snowflake-pg-src.sources content
+	local uri=$1 file=$sources_file content
 	local codename security entry='Types: deb-src\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n'
 	codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
 	# shellcheck disable=SC2059 # the format is $entry
-	content=$(printf "$entry" "$uri" "$(printf '%s\n' "${suite[@]}" "$codename" | sort -u | paste -sd ' ')")
+	content=$(printf "$entry" "$uri" "$(printf '%s\n' "${suite[@]}" "$codename" | tr ' ' '\n' | sort -u | paste -sd ' ')")
 	security=$(debian_uri "$codename-security")
 	if [ -n "$security" ]; then
 		# shellcheck disable=SC2059
@@ -154,12 +164,27 @@ apt_update() {
 	fi
 }
 
-# The version of a source package that the index of a suite names, or
-# nothing.
-index_version() {
-	local package=$1 suite=$2
+# Reads the index of this script's deb-src entries again, and only those
+# (a second when nothing changed), so that a version only tried is built
+# the day the archive serves it.  Short time-outs: a run without the
+# archive goes on with what it has.  No package cache is written (it
+# would hold these entries only).
+refresh_sources() {
+	apt-get update -qq -o Dir::Etc::sourcelist="$sources_file" -o Dir::Etc::sourceparts=- \
+		-o APT::Get::List-Cleanup=0 -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= \
+		-o Acquire::http::Timeout=10 -o Acquire::Retries=0 >/dev/null 2>&1 ||
+		log "WARNING: could not read the index of $sources_file again; using the one read before"
+}
+
+# The versions of a source package that the indexes of the suites $2...
+# name, newest first.
+index_versions() {
+	local package=$1
+	shift
 	apt-cache madison "$package" 2>/dev/null |
-		awk -F'|' -v s="$suite" '$3 ~ "Sources" && $3 ~ (" " s "/") { gsub(/ /, "", $2); print $2; exit }'
+		awk -F'|' -v s=" $* " '$3 ~ "Sources" {
+			split($3, w, " "); sub(/\/.*/, "", w[2])
+			if (index(s, " " w[2] " ")) { gsub(/ /, "", $2); print $2 } }' | sort -V -r -u
 }
 
 # The build's own tools; the sources need nothing else on this machine.
@@ -395,12 +420,14 @@ install_citus() {
 }
 
 # The versions worth using for major version $1, in order: the one the
-# index of its suite names, if any, then the pinned one.
+# index of its suite names, if any, then the pinned one.  Where its suites
+# name several (19's experimental: 19~rc1-1 and 19~beta2-1), each of them,
+# newest first; where it has no pin, no more.
 candidate_versions() {
-	local major=$1 v
-	v=$(index_version "postgresql-$major" "${suite[$major]}")
-	[ -z "$v" ] || echo "$v"
-	[ "$v" = "${pinned[$major]}" ] || echo "${pinned[$major]}"
+	local major=$1 pin=${pinned[$1]:-}
+	# shellcheck disable=SC2086 # one word per suite
+	index_versions "postgresql-$major" ${suite[$major]} | awk -v p="$pin" '$0 != p'
+	[ -z "$pin" ] || echo "$pin"
 }
 
 # The root-only start of a fetch: the deb-src entries and their index.
@@ -461,6 +488,7 @@ for major in "${majors[@]}"; do
 
 	start=$SECONDS
 	prepare_fetch "$major" || exit 1
+	[ -n "${pinned[$major]:-}" ] || refresh_sources
 	build_deps
 	mapfile -t candidates < <(candidate_versions "$major")
 	found=
@@ -479,6 +507,18 @@ for major in "${majors[@]}"; do
 		log "$package $v: the archive does not serve it (or its checksums are wrong)"
 		rm -rf "$dir"
 	done
+	if [ -z "$found" ] && [ -z "${pinned[$major]:-}" ]; then
+		# Only tried: no link, so nothing runs against an older build.
+		rm -f "$cache/$major" "$cache/regress/$major"
+		if [ ${#candidates[@]} -eq 0 ]; then
+			why="no index of Debian's ${suite[$major]} names $package"
+		else
+			why="Debian's index (${suite[$major]}) names $package ${candidates[*]}, and the archive serves none of them"
+		fi
+		echo "$why (checked in $((SECONDS - start)) s)" >"$cache/$major.unavailable"
+		log "PostgreSQL $major not built: $(cat "$cache/$major.unavailable")"
+		continue
+	fi
 	if [ -z "$found" ]; then
 		log "no source of $package could be fetched (tried: ${candidates[*]})"
 		exit 1

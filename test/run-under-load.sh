@@ -14,7 +14,7 @@
 #
 #   SNOWFLAKE_LOAD_RUNS    how many suite runs in a row (default 1)
 #   SNOWFLAKE_LOAD_ARGS    stress-ng's load options (default as above)
-#   SNOWFLAKE_PG_VERSIONS  as for run-tests.sh (default "15 17 18")
+#   SNOWFLAKE_PG_VERSIONS  as for run-tests.sh (default "15 17 18 19")
 #   SNOWFLAKE_SERVER_TIERS_ONLY  as for run-tests.sh: 1 skips lint, the
 #                          unit tests and the package, which compile rather
 #                          than wait (13 of one version's 38 minutes here)

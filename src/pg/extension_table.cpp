@@ -279,7 +279,12 @@ BeginExtensionTableScan(const ExtensionTable *table, Snapshot snapshot,
 	scan->table = table;
 	scan->snapshot = RegisterSnapshot(snapshot);
 	scan->slot = table_slot_create(table->rel, nullptr);
+#if PG_VERSION_NUM >= 190000
+	/* 19 added the caller's scan flags; a plain scan sets none. */
+	scan->scan = table_beginscan(table->rel, scan->snapshot, 0, nullptr, 0);
+#else
 	scan->scan = table_beginscan(table->rel, scan->snapshot, 0, nullptr);
+#endif
 }
 
 bool

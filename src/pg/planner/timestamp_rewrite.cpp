@@ -313,23 +313,42 @@ RewriteQueryWalker(Node *node, void *context)
 	return expression_tree_walker(node, AS_WALKER(RewriteQueryWalker), context);
 }
 
+void
+RewriteTimestampComparisons(Query *parse)
+{
+	if (!g_settings.rewrite_timestamp_comparisons)
+		return;
+
+	const ExtensionFunctions *fns = CurrentExtensionFunctions();
+
+	/* The planner may scribble on its input: rewrite in place. */
+	if (fns != nullptr)
+		(void) RewriteQueryWalker(reinterpret_cast<Node *>(parse),
+								  const_cast<ExtensionFunctions *>(fns));
+}
+
+#if PG_VERSION_NUM >= 190000
+/* 19 hands the planner the EXPLAIN that asked for the plan, if any. */
+PlannedStmt *
+SnowflakePlanner(Query *parse, const char *query_string, int cursor_options,
+				 ParamListInfo bound_params, ExplainState *es)
+{
+	RewriteTimestampComparisons(parse);
+	if (previous_planner_hook != nullptr)
+		return previous_planner_hook(parse, query_string, cursor_options, bound_params, es);
+	return standard_planner(parse, query_string, cursor_options, bound_params, es);
+}
+#else
 PlannedStmt *
 SnowflakePlanner(Query *parse, const char *query_string, int cursor_options,
 				 ParamListInfo bound_params)
 {
-	if (g_settings.rewrite_timestamp_comparisons)
-	{
-		const ExtensionFunctions *fns = CurrentExtensionFunctions();
-
-		/* The planner may scribble on its input: rewrite in place. */
-		if (fns != nullptr)
-			(void) RewriteQueryWalker(reinterpret_cast<Node *>(parse),
-									  const_cast<ExtensionFunctions *>(fns));
-	}
+	RewriteTimestampComparisons(parse);
 	if (previous_planner_hook != nullptr)
 		return previous_planner_hook(parse, query_string, cursor_options, bound_params);
 	return standard_planner(parse, query_string, cursor_options, bound_params);
 }
+#endif
 
 }							/* namespace */
 
