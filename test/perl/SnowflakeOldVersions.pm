@@ -321,4 +321,26 @@ CREATE TABLE public.snowflake_worker_leases (
     released_at timestamptz);
 };
 
+# The running layout of $node's database $db as 1.4's lease rows name it:
+# "epoch_ms/node_bits/worker_bits/sequence_bits".
+sub v14_layout
+{
+	my ($node, $db) = @_;
+	return $node->safe_psql($db,
+		q{SELECT (extract(epoch FROM epoch) * 1000)::bigint || '/' || node_bits || '/' || worker_bits
+		         || '/' || sequence_bits FROM snowflake_status()});
+}
+
+# Inserts rows into the 1.4 table snowflake_worker_leases of $node's
+# database $db; each row is a VALUES list of the columns below, in order.
+sub insert_v14_leases
+{
+	my ($node, $db, @rows) = @_;
+	$node->safe_psql($db, 'INSERT INTO snowflake_worker_leases
+       (node_id, worker_id, token, holder, holder_role, backend_pid, backend_start, instance_id,
+        ttl, window_ms, layout, granted_at, renewed_at, not_before_ms, not_after_ms,
+        last_timestamp_ms, released_at) VALUES ' . join(",\n", @rows));
+	return;
+}
+
 1;

@@ -45,9 +45,7 @@ for my $db ('leases_now', @before)
 		"CREATE EXTENSION snowflake VERSION '1.0'; ALTER EXTENSION snowflake UPDATE TO '1.4'");
 }
 
-my $layout = $node->safe_psql('leases_now',
-	q{SELECT (extract(epoch FROM epoch) * 1000)::bigint || '/' || node_bits || '/' || worker_bits
-	         || '/' || sequence_bits FROM snowflake_status()});
+my $layout = SnowflakeOldVersions::v14_layout($node, 'leases_now');
 my $first = $node->safe_psql('leases_now', 'SELECT (1 << worker_bits) - 8 FROM snowflake_status()');
 my $now_ms = $node->safe_psql('leases_now',
 	'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint');
@@ -67,11 +65,7 @@ sub row
 sub insert_rows
 {
 	my ($db, @rows) = @_;
-	$node->safe_psql($db, 'INSERT INTO snowflake_worker_leases
-       (node_id, worker_id, token, holder, holder_role, backend_pid, backend_start, instance_id,
-        ttl, window_ms, layout, granted_at, renewed_at, not_before_ms, not_after_ms,
-        last_timestamp_ms, released_at) VALUES ' . join(",\n", @rows));
-	return;
+	return SnowflakeOldVersions::insert_v14_leases($node, $db, @rows);
 }
 
 sub update
