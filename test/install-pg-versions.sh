@@ -392,6 +392,10 @@ citus_tarball=${SNOWFLAKE_CITUS_TARBALL:-$(cd "$(dirname "$0")/.." && pwd)/../sh
 install_citus() {
 	local major=$1 version=$2 dir=$cache/$2.b$recipe work
 	[ ! -f "$("$dir/pg/bin/pg_config" --sharedir)/extension/citus.control" ] || return 0
+	if [ "$major" -lt 16 ] || [ "$major" -gt 18 ]; then
+		log "Citus $citus_version supports PostgreSQL 16 to 18: none for $major"
+		return 1
+	fi
 	if [ ! -f "$citus_tarball" ]; then
 		log "WARNING: no $citus_tarball; no Citus for PostgreSQL $major"
 		return 1
