@@ -240,11 +240,42 @@ MergeWithTable(const LeaseEntry &entry, int64 now_ms, LeaseImage *image)
 }
 
 /*
+ * Lock held, version 1.5 granted already: the row is not carried (its token
+ * and window would clash with 1.5's), but its holder may issue IDs until it
+ * is told, up to its not_after: the worker id's next holder starts above
+ * that.  A worker id never leased gets an ended lease under a token no one
+ * holds.  Returns the change committed, 0 if none was needed.
+ */
+static uint64
+CoverAfterGrants(LeaseTable *table, uint32 index, const LeaseImage &row, XLogRecPtr *lsn)
+{
+	const LeaseEntry &entry = table->entries[index];
+	const int64 row_issued = IssuedUpTo(row);
+	LeaseImage	cover;
+
+	if (entry.image.magic == kLeaseImageMagic && entry.image.token != 0)
+	{
+		if (row_issued <= CoveredAfterRelease(entry.image))
+			return 0;
+		cover = entry.image;
+	}
+	else
+	{
+		cover = row;
+		cover.token = table->last_token + 1;
+		cover.flags |= kLeaseReleased;
+		cover.released_at = GetCurrentTimestamp();
+	}
+	cover.last_timestamp_ms = row_issued;
+	return CommitLeaseImage(table, index, &cover, entry.connected, lsn);
+}
+
+/*
  * Takes the table's lock, commits the row's lease "image" into the entry
  * at "index" (merged with the lease the entry holds, if any) if it may,
  * releases the lock.  Only into a lease table that version 1.5 has not
  * granted from yet: its tokens and windows would clash with the old
- * table's.  Never two leases with one token: a renewal names its lease by
+ * table's (after grants, only the row's window is covered).  Never two leases with one token: a renewal names its lease by
  * the token alone.
  */
 static ImportResult
@@ -281,6 +312,8 @@ ImportUnderLock(LeaseTable *table, uint32 index, LeaseImage *image)
 		if (current.magic == kLeaseImageMagic && !(current.flags & kLeaseImported))
 			result.outcome = ImportOutcome::kAfterGrants;
 	}
+	if (result.outcome == ImportOutcome::kAfterGrants)
+		result.change = CoverAfterGrants(table, index, *image, &result.lsn);
 	if (result.outcome == ImportOutcome::kImported &&
 		table->entries[index].image.magic == kLeaseImageMagic &&
 		table->entries[index].image.token != 0)
