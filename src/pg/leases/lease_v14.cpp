@@ -255,6 +255,10 @@ CoverAfterGrants(LeaseTable *table, uint32 index, const LeaseImage &row, XLogRec
 
 	if (entry.image.magic == kLeaseImageMagic && entry.image.token != 0)
 	{
+		/* Carried by an earlier attempt of this update: its own window covers it. */
+		if (entry.image.token == row.token && entry.image.granted_at == row.granted_at &&
+			entry.image.holder_role == row.holder_role)
+			return 0;
 		if (row_issued <= CoveredAfterRelease(entry.image))
 			return 0;
 		cover = entry.image;
