@@ -9,7 +9,10 @@
 #      renewal), whose token a third table's row then has;
 #   2. a carried lease, expired, that a later row of its worker id replaces
 #      (1.4 renewed an expired lease until its worker id was leased again),
-#      whose token a third table's row then has.
+#      whose token a third table's row then has;
+#   3. a released row of a worker id whose carried lease is held, under
+#      that lease's token but another grant (1.4 answered its holder's
+#      renewal "was released").
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;
@@ -22,7 +25,7 @@ my $node = SnowflakeTest::new_node('v14retired',
 	install => [ install_path => SnowflakeOldVersions::relocated_install('v14retired') ],
 	conf => slurp_file("$top/test/conf/regress.conf") . "snowflake.lease_workers = 8\n");
 
-for my $db (qw(leases_now before_1 before_2))
+for my $db (qw(leases_now before_1 before_2 before_3))
 {
 	$node->safe_psql('postgres', "CREATE DATABASE $db");
 	$node->safe_psql($db,
@@ -85,7 +88,8 @@ my $not_after = sub {
 
 # 1. y1, +1's holder too, renews with token 12.
 my $before5 = $not_after->(5);
-my ($rrc) = $node->psql('leases_now', 'SELECT snowflake_renew_lease(12, NULL)');
+# Each holder renews where it leased under 1.4: in its own database.
+my ($rrc) = $node->psql('before_1', 'SELECT snowflake_renew_lease(12, NULL)');
 isnt($rrc, 0, 'the renewal of the row held too (token 12, +1) is refused');
 is($not_after->(5), $before5, 'and +5\'s lease is not renewed by it');
 
@@ -94,6 +98,19 @@ my $before6 = $not_after->(6);
 ($rrc) = $node->psql('leases_now', 'SELECT snowflake_renew_lease(4, NULL)');
 isnt($rrc, 0, 'the renewal of the replaced carried lease (token 4, +3) is refused');
 is($not_after->(6), $before6, 'and +6\'s lease is not renewed by it');
+
+# 3. A released row of +1 under token 2, granted two hours ago: a holder
+# that released, then renews (1.4 answered "was released").
+SnowflakeOldVersions::insert_v14_leases($node, 'before_3',
+	row(1, 2, -2 * $hour, -$hour, 'w1', 2 * $hour) =~ s/NULL, NULL\)$/NULL, now() - interval '90 minutes')/r);
+($rc, $err) = update('before_3');
+is($rc, 0, 'a database with a released row updates') or diag $err;
+my $before1 = $not_after->(1);
+($rrc) = $node->psql('before_3', 'SELECT snowflake_renew_lease(2, NULL)');
+isnt($rrc, 0, 'the renewal of the released row (token 2, +1) is refused');
+is($not_after->(1), $before1, 'and +1\'s carried lease is not renewed by it');
+($rrc) = $node->psql('leases_now', 'SELECT snowflake_renew_lease(2, NULL)');
+is($rrc, 0, 'the carried lease\'s own holder renews it');
 
 $node->stop;
 done_testing();
