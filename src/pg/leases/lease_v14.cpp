@@ -142,6 +142,34 @@ ReadWindow(HeapTupleHeader row, LeaseImage *image)
 	}
 }
 
+/*
+ * Refuses a 1.4 row whose window 1.4 could not have written (a table
+ * changed by hand): a window outside 1.4's bounds, or timestamps outside
+ * the layout's range, would wrap where the windows of the worker id's
+ * next holders are computed and shown.
+ */
+static void
+RefuseWindowOutOfRange(const LeaseImage &image)
+{
+	const int64 layout_end = g_settings.layout.LastUnixMs() + 1;
+	const bool	last_ok = image.last_timestamp_ms == snowflake::kNoTimestamp ||
+		(image.last_timestamp_ms >= 0 && image.last_timestamp_ms <= layout_end);
+
+	if (image.window_ms >= snowflake::kMinLeaseTtlMs &&
+		image.window_ms <= kMaxLeaseWindowMs && image.not_before_ms >= 0 &&
+		image.not_before_ms < image.not_after_ms && image.not_after_ms <= layout_end &&
+		last_ok)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_CHECK_VIOLATION),
+			 errmsg("the window of snowflake 1.4 lease %lld is out of range",
+					static_cast<long long>(image.token)),
+			 errdetail("Version 1.4 wrote windows of 1 s to 24 h, from not_before_ms to a "
+					   "later not_after_ms, within the layout's timestamps."),
+			 errhint("Correct or delete the row of snowflake_worker_leases, then "
+					 "update again.")));
+}
+
 /* What the locked part of an import decided. */
 enum class ImportOutcome
 {
@@ -433,6 +461,7 @@ snowflake_lease_import_v14(PG_FUNCTION_ARGS)
 	SetLeaseImageLayout(&image);
 	ReadHolder(row, &image);
 	ReadWindow(row, &image);
+	RefuseWindowOutOfRange(image);
 	image.flags |= kLeaseImported;
 
 	const LeaseImage row_image = image;
