@@ -23,7 +23,6 @@ extern "C"
 #include "utils/fmgrprotos.h"	/* inet_out */
 #include "utils/inet.h"
 #include "utils/timestamp.h"
-#include "utils/uuid.h"
 }
 
 #include <cstdio>
@@ -113,9 +112,8 @@ ReadHolder(HeapTupleHeader row, LeaseImage *image)
 	image->backend_pid = isnull ? 0 : DatumGetInt32(value);
 	value = OptionalField(row, "backend_start", &isnull);
 	image->backend_start = isnull ? 0 : DatumGetTimestampTz(value);
-	value = OptionalField(row, "instance_id", &isnull);
-	if (!isnull)
-		image->instance_id = *DatumGetUUIDP(value);
+	/* Its token was counted apart from other databases' tables: renewed only from here. */
+	image->v14_database = MyDatabaseId;
 }
 
 /* The window and history of a 1.4 row. */
