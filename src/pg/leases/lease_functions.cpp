@@ -782,6 +782,19 @@ struct ChangeOutcome
 };
 
 /*
+ * Whether "token" names the lease "image" for this session.  A lease
+ * carried from 1.4 keeps the token its database's table counted apart
+ * from other databases' tables (lease_v14.cpp): only that database's
+ * sessions name it, or another table's holder would renew it.
+ */
+static bool
+NamesLease(const LeaseImage &image, int64 token)
+{
+	return image.magic == kLeaseImageMagic && image.token == token &&
+		(!(image.flags & kLeaseImported) || image.v14_database == MyDatabaseId);
+}
+
+/*
  * Lock held exclusively: the lease the token names, and whether the caller
  * may change it, in this order: held, the role, the connection, released,
  * the reported ID.  Raises no error.
@@ -793,8 +806,7 @@ DecideChange(const LeaseTable *table, const ChangeRequest &request)
 
 	out.last_id_ms = kNoTimestamp;
 	while (out.index < table->count &&
-		   !(table->entries[out.index].image.magic == kLeaseImageMagic &&
-			 table->entries[out.index].image.token == request.token))
+		   !NamesLease(table->entries[out.index].image, request.token))
 		out.index++;
 	if (out.index == table->count)
 	{

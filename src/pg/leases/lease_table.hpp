@@ -143,7 +143,12 @@ struct LeaseImage
 	Oid			holder_role;	/* current_user of the grant */
 	int32		backend_pid;	/* connection-scoped: the holding backend ... */
 	TimestampTz backend_start;	/* ... its start ... */
-	pg_uuid_t	instance_id;	/* ... and the run of the server */
+	union
+	{
+		pg_uuid_t	instance_id;	/* ... and the run of the server */
+		Oid			v14_database;	/* kLeaseImported: the database whose 1.4
+									 * table held it (lease_v14.cpp) */
+	};
 	int64		ttl_ms;			/* 0: connection-scoped */
 	int64		window_ms;		/* the ttl, or the connection window */
 	int64		layout_epoch_ms;	/* the layout of the grant */

@@ -23,7 +23,6 @@ extern "C"
 #include "utils/fmgrprotos.h"	/* inet_out */
 #include "utils/inet.h"
 #include "utils/timestamp.h"
-#include "utils/uuid.h"
 }
 
 #include <cstdio>
@@ -113,9 +112,8 @@ ReadHolder(HeapTupleHeader row, LeaseImage *image)
 	image->backend_pid = isnull ? 0 : DatumGetInt32(value);
 	value = OptionalField(row, "backend_start", &isnull);
 	image->backend_start = isnull ? 0 : DatumGetTimestampTz(value);
-	value = OptionalField(row, "instance_id", &isnull);
-	if (!isnull)
-		image->instance_id = *DatumGetUUIDP(value);
+	/* Its token was counted apart from other databases' tables: renewed only from here. */
+	image->v14_database = MyDatabaseId;
 }
 
 /* The window and history of a 1.4 row. */
@@ -140,6 +138,34 @@ ReadWindow(HeapTupleHeader row, LeaseImage *image)
 		image->released_at = DatumGetTimestampTz(value);
 		image->flags |= kLeaseReleased;
 	}
+}
+
+/*
+ * Refuses a 1.4 row whose window 1.4 could not have written (a table
+ * changed by hand): a window outside 1.4's bounds, or timestamps outside
+ * the layout's range, would wrap where the windows of the worker id's
+ * next holders are computed and shown.
+ */
+static void
+RefuseWindowOutOfRange(const LeaseImage &image)
+{
+	const int64 layout_end = g_settings.layout.LastUnixMs() + 1;
+	const bool	last_ok = image.last_timestamp_ms == snowflake::kNoTimestamp ||
+		(image.last_timestamp_ms >= 0 && image.last_timestamp_ms <= layout_end);
+
+	if (image.window_ms >= snowflake::kMinLeaseTtlMs &&
+		image.window_ms <= kMaxLeaseWindowMs && image.not_before_ms >= 0 &&
+		image.not_before_ms < image.not_after_ms && image.not_after_ms <= layout_end &&
+		last_ok)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_CHECK_VIOLATION),
+			 errmsg("the window of snowflake 1.4 lease %lld is out of range",
+					static_cast<long long>(image.token)),
+			 errdetail("Version 1.4 wrote windows of 1 s to 24 h, from not_before_ms to a "
+					   "later not_after_ms, within the layout's timestamps."),
+			 errhint("Correct or delete the row of snowflake_worker_leases, then "
+					 "update again.")));
 }
 
 /* What the locked part of an import decided. */
@@ -240,11 +266,46 @@ MergeWithTable(const LeaseEntry &entry, int64 now_ms, LeaseImage *image)
 }
 
 /*
+ * Lock held, version 1.5 granted already: the row is not carried (its token
+ * and window would clash with 1.5's), but its holder may issue IDs until it
+ * is told, up to its not_after: the worker id's next holder starts above
+ * that.  A worker id never leased gets an ended lease under a token no one
+ * holds.  Returns the change committed, 0 if none was needed.
+ */
+static uint64
+CoverAfterGrants(LeaseTable *table, uint32 index, const LeaseImage &row, XLogRecPtr *lsn)
+{
+	const LeaseEntry &entry = table->entries[index];
+	const int64 row_issued = IssuedUpTo(row);
+	LeaseImage	cover;
+
+	if (entry.image.magic == kLeaseImageMagic && entry.image.token != 0)
+	{
+		/* Carried by an earlier attempt of this update: its own window covers it. */
+		if (entry.image.token == row.token && entry.image.granted_at == row.granted_at &&
+			entry.image.holder_role == row.holder_role)
+			return 0;
+		if (row_issued <= CoveredAfterRelease(entry.image))
+			return 0;
+		cover = entry.image;
+	}
+	else
+	{
+		cover = row;
+		cover.token = table->last_token + 1;
+		cover.flags |= kLeaseReleased;
+		cover.released_at = GetCurrentTimestamp();
+	}
+	cover.last_timestamp_ms = row_issued;
+	return CommitLeaseImage(table, index, &cover, entry.connected, lsn);
+}
+
+/*
  * Takes the table's lock, commits the row's lease "image" into the entry
  * at "index" (merged with the lease the entry holds, if any) if it may,
  * releases the lock.  Only into a lease table that version 1.5 has not
  * granted from yet: its tokens and windows would clash with the old
- * table's.  Never two leases with one token: a renewal names its lease by
+ * table's (after grants, only the row's window is covered).  Never two leases with one token: a renewal names its lease by
  * the token alone.
  */
 static ImportResult
@@ -281,6 +342,8 @@ ImportUnderLock(LeaseTable *table, uint32 index, LeaseImage *image)
 		if (current.magic == kLeaseImageMagic && !(current.flags & kLeaseImported))
 			result.outcome = ImportOutcome::kAfterGrants;
 	}
+	if (result.outcome == ImportOutcome::kAfterGrants)
+		result.change = CoverAfterGrants(table, index, *image, &result.lsn);
 	if (result.outcome == ImportOutcome::kImported &&
 		table->entries[index].image.magic == kLeaseImageMagic &&
 		table->entries[index].image.token != 0)
@@ -396,6 +459,7 @@ snowflake_lease_import_v14(PG_FUNCTION_ARGS)
 	SetLeaseImageLayout(&image);
 	ReadHolder(row, &image);
 	ReadWindow(row, &image);
+	RefuseWindowOutOfRange(image);
 	image.flags |= kLeaseImported;
 
 	const LeaseImage row_image = image;
