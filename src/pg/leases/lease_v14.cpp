@@ -305,8 +305,8 @@ CoverAfterGrants(LeaseTable *table, uint32 index, const LeaseImage &row, XLogRec
  * at "index" (merged with the lease the entry holds, if any) if it may,
  * releases the lock.  Only into a lease table that version 1.5 has not
  * granted from yet: its tokens and windows would clash with the old
- * table's (after grants, only the row's window is covered).  Never two leases with one token: a renewal names its lease by
- * the token alone.
+ * table's (after grants, only the row's window is covered).  Never two
+ * leases with one token: a renewal names its lease by the token alone.
  */
 static ImportResult
 ImportUnderLock(LeaseTable *table, uint32 index, LeaseImage *image)
