@@ -214,6 +214,9 @@ for my $node ($w1, $w2)
 	ok(1, $node->name . ' logs the WARNING');
 	is(try_nextval($node), $refusal, $node->name . ': snowflake_nextval() refused with 55000');
 }
+my ($out, $err) = ('', '');
+$w1->psql('postgres', 'SELECT snowflake_nextval()', stdout => \$out, stderr => \$err);
+like($err, qr/^HINT:  \QGive each primary its own snowflake.node_id.\E$/m, 'worker1: the HINT');
 is(status($coord), '1|f', 'coordinator: no collision');
 is(try_nextval($coord), 'ok', 'coordinator: issues IDs');
 
