@@ -18,10 +18,13 @@
 #    node_collision, log the WARNING, and refuse snowflake_nextval() with
 #    55000; the coordinator still issues IDs.  worker2 back on 10: both
 #    clear and issue IDs.
-# 4. A base backup of worker1, promoted (worker3): its copied subscriptions
-#    dropped with the page's block, worker1's slots untouched; added with
-#    citus_add_node and wired into the mesh; it keeps node id 9, so worker1
-#    and worker3 report the collision; node id 11 and a restart clear it.
+# 4. A streaming replica of worker1 (worker3), registered with
+#    citus_add_clone_node() and promoted by
+#    citus_promote_clone_and_rebalance(), which moves half of worker1's
+#    shards to it: its copied subscriptions, whose apply workers find
+#    worker1's slots in use, dropped with the page's block, worker1's slots
+#    untouched; wired into the mesh, it keeps node id 9, so worker1 and
+#    worker3 report the collision; node id 11 and a restart clear it.
 # The detection times are printed (note), not asserted.
 use strict;
 use warnings;
@@ -244,9 +247,29 @@ chmod 0600, $w3->data_dir . '/server.key' or die "chmod server.key: $!";
 $w3->start;
 $w1->wait_for_replay_catchup($w3);
 is($w3->safe_psql('postgres', 'SELECT pg_is_in_recovery()'), 't', 'worker3 is a streaming replica of worker1');
-$w3->promote;
-$w3->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
-  or die 'worker3 was not promoted';
+# Citus registers the replica as a clone of worker1, promotes it, and
+# moves half of worker1's shards to it.
+my $shards_before = $coord->safe_psql('postgres',
+	'SELECT count(*) FROM citus_shards WHERE nodeport = ' . $w1->port);
+my ($promoted, $promote_out, $promote_err) = $coord->psql(
+	'postgres',
+	SnowflakeDocs::substitute(SnowflakeDocs::block($page, 'promote-clone'),
+		"'worker-3', 5432" => "'127.0.0.1', " . $w3->port,
+		"'worker-1', 5432" => "'127.0.0.1', " . $w1->port),
+	on_error_stop => 1);
+is($promoted, 0, 'citus_promote_clone_and_rebalance() succeeds') or diag($promote_err);
+like($promote_err, qr/NOTICE:  Clone node 127\.0\.0\.1:\d+ \(ID \d+\) has been successfully promoted\./,
+	'it promoted the clone');
+is($w3->safe_psql('postgres', 'SELECT pg_is_in_recovery()'), 'f', 'worker3 is a primary');
+is( $coord->safe_psql('postgres', 'SELECT count(*) FROM pg_dist_node WHERE isactive AND noderole = \'primary\' AND nodeport = ' . $w3->port),
+	'1', 'worker3 is a primary node of the cluster');
+is( $coord->safe_psql('postgres',
+		'SELECT count(*) FROM citus_shards WHERE nodeport IN (' . $w1->port . ', ' . $w3->port . ')'),
+	$shards_before, "worker1's shards are on worker1 and worker3");
+ok( $coord->safe_psql('postgres', 'SELECT count(*) FROM citus_shards WHERE nodeport = ' . $w3->port) > 0,
+	'worker3 holds some of them');
+is($coord->safe_psql('postgres', 'SELECT count(*), count(DISTINCT id) FROM events'), '60|60',
+	'every row of events is still there');
 is( $w3->safe_psql('postgres', 'SELECT string_agg(subname, \',\' ORDER BY subname) FROM pg_subscription'),
 	'registry_coordinator_to_worker1,registry_worker2_to_worker1',
 	"the promoted replica carries worker1's subscriptions");
@@ -267,11 +290,6 @@ SELECT count(*) = 1 FROM pg_stat_replication WHERE application_name LIKE '%_to_w
 		$node->name . ': worker1 still streams from it');
 }
 
-$coord->safe_psql('postgres',
-	SnowflakeDocs::substitute(SnowflakeDocs::block($page, 'promoted-add'),
-		"'worker-3', 5432" => "'127.0.0.1', " . $w3->port));
-is( $coord->safe_psql('postgres', 'SELECT count(*) FROM pg_dist_node WHERE isactive AND nodeport = ' . $w3->port),
-	'1', 'worker3 is a node of the cluster');
 is(status($w3), '9|f', "worker3 keeps worker1's node id 9");
 
 # Into the mesh: the publication came with the copy; subscriptions both
@@ -307,9 +325,10 @@ for my $node ($w1, $w3)
 }
 is(status($w3), '11|f', 'worker3 runs with node id 11');
 $w3->safe_psql('postgres', 'INSERT INTO events (origin) SELECT 11 FROM generate_series(1, 20)');
+$w1->safe_psql('postgres', 'INSERT INTO events (origin) SELECT 9 FROM generate_series(1, 20)');
 is( $coord->safe_psql('postgres', q{
 SELECT count(*), count(DISTINCT id) FROM events WHERE (snowflake_decode(id)).node_id = origin}),
-	'80|80', "worker3's IDs decode to 11; every ID distinct");
+	'100|100', "INSERTs through worker3 get IDs of node 11, through worker1 of 9; every ID distinct");
 
 $_->stop for ($coord, $w1, $w2, $w3);
 done_testing();
