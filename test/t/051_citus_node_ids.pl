@@ -330,5 +330,11 @@ is( $coord->safe_psql('postgres', q{
 SELECT count(*), count(DISTINCT id) FROM events WHERE (snowflake_decode(id)).node_id = origin}),
 	'100|100', "INSERTs through worker3 get IDs of node 11, through worker1 of 9; every ID distinct");
 
+for my $node ($coord, $w1, $w2, $w3)
+{
+	unlike(slurp_file($node->logfile), qr/duplicate key value/,
+		$node->name . ': no apply failed on a duplicate key');
+}
+
 $_->stop for ($coord, $w1, $w2, $w3);
 done_testing();
