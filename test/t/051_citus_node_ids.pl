@@ -129,12 +129,16 @@ for my $node ($w1, $w2)
 SELECT count(*), (SELECT count(*) FROM pg_publication_tables WHERE pubname = 'probe')
   FROM pg_publication WHERE pubname = 'probe'}),
 		'1|0',
-		$node->name . ": propagation on: Citus created the coordinator's publication here, without snowflake_nodes");
-	my ($ret, $out, $err) = $node->psql('postgres', 'CREATE PUBLICATION probe FOR TABLE snowflake_nodes');
-	like($err, qr/ERROR:  publication "probe" already exists/, $node->name . ': its own CREATE PUBLICATION then fails');
+		$node->name
+		  . ": propagation on: Citus created the coordinator's publication here, without snowflake_nodes");
+	my ($ret, $out, $err) =
+	  $node->psql('postgres', 'CREATE PUBLICATION probe FOR TABLE snowflake_nodes');
+	like($err, qr/ERROR:  publication "probe" already exists/,
+		$node->name . ': its own CREATE PUBLICATION then fails');
 }
 $coord->safe_psql('postgres', 'DROP PUBLICATION probe');
-is($_->safe_psql('postgres', 'SELECT count(*) FROM pg_publication'), '0', $_->name . ': DROP PUBLICATION propagated too')
+is($_->safe_psql('postgres', 'SELECT count(*) FROM pg_publication'),
+	'0', $_->name . ': DROP PUBLICATION propagated too')
   for ($w1, $w2);
 
 $_->safe_psql('postgres', SnowflakeDocs::block($page, 'mesh-publication')) for @nodes;
@@ -261,7 +265,9 @@ is($promoted, 0, 'citus_promote_clone_and_rebalance() succeeds') or diag($promot
 like($promote_err, qr/NOTICE:  Clone node 127\.0\.0\.1:\d+ \(ID \d+\) has been successfully promoted\./,
 	'it promoted the clone');
 is($w3->safe_psql('postgres', 'SELECT pg_is_in_recovery()'), 'f', 'worker3 is a primary');
-is( $coord->safe_psql('postgres', 'SELECT count(*) FROM pg_dist_node WHERE isactive AND noderole = \'primary\' AND nodeport = ' . $w3->port),
+is( $coord->safe_psql('postgres',
+		q{SELECT count(*) FROM pg_dist_node WHERE isactive AND noderole = 'primary' AND nodeport = }
+		  . $w3->port),
 	'1', 'worker3 is a primary node of the cluster');
 is( $coord->safe_psql('postgres',
 		'SELECT count(*) FROM citus_shards WHERE nodeport IN (' . $w1->port . ', ' . $w3->port . ')'),
@@ -306,14 +312,16 @@ CREATE SUBSCRIPTION registry_%s_to_%s
     PUBLICATION snowflake_registry WITH (origin = none, copy_data = false)},
 		$from->name, $to->name, $from->port));
 }
+my $wired = Time::HiRes::time;
 ok(sees_beating($w1, $w3_instance), "worker1 sees worker3's heartbeats");
 ok(sees_beating($w3, $instance{worker1}), "worker3 sees worker1's heartbeats");
-@offsets = map { -s $_->logfile } ($w1, $w3);
 for my $node ($w1, $w3)
 {
 	ok(wait_collision($node, 't'), $node->name . ': node_collision with node id 9');
-	is(try_nextval($node), $refusal, $node->name . ': snowflake_nextval() refused with 55000');
 }
+note(sprintf('worker1 and worker3 detected the collision %.1f s after the subscriptions were made',
+		Time::HiRes::time - $wired));
+is(try_nextval($_), $refusal, $_->name . ': snowflake_nextval() refused with 55000') for ($w1, $w3);
 is(status($w2), '10|f', 'worker2: no collision');
 
 $w3->safe_psql('postgres', 'ALTER SYSTEM SET snowflake.node_id = 11');
