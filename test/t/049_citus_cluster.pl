@@ -23,57 +23,29 @@
 # 5. snowflake_convert_column(): refused by Citus on the distribution
 #    column (XX000, nothing changed); done on a bigserial column that is
 #    not, on every node.
-# 6. Each node's registry lists only its own node id (no cross-node
-#    collision detection yet, as docs/citus.md says).
+# 6. Without the snowflake_nodes mesh of docs/citus.md (tested by
+#    051_citus_node_ids.pl), each node's registry lists only its own node
+#    id, as the page says.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use SnowflakeCitus;
 use SnowflakeDocs;
 use SnowflakeTest;
 
-my $major = SnowflakeTest::pg_major();
-plan skip_all => "Citus 14 supports PostgreSQL 16 to 18, not $major"
-  if $major < 16 || $major > 18;
-chomp(my $sharedir = `pg_config --sharedir`);
-die "pg_config on PATH did not answer" unless $sharedir ne '';
-SnowflakeTest::require_tool(-f "$sharedir/extension/citus.control",
-	'Citus', 'citus', 'test/install-pg-versions.sh builds it from ../shared/citus/');
+SnowflakeCitus::require_citus();
+my $page = $SnowflakeCitus::page;
 
-my $page = 'docs/citus.md';
-my $settings = SnowflakeDocs::block($page, 'settings');
-
-# A node with the page's settings and its own node id, listening on
-# loopback for the other nodes.
-sub citus_node
-{
-	my ($name, $node_id) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
-	$node->append_conf('postgresql.conf',
-		SnowflakeDocs::substitute($settings,
-			'snowflake.node_id = 1' => "snowflake.node_id = $node_id")
-		  . "listen_addresses = '127.0.0.1'\ncitus.shard_count = 4\n");
-	$node->start;
-	return $node;
-}
-
-my $coord = citus_node('coordinator', 1);
-my $w1 = citus_node('worker1', 2);
-my $w2 = citus_node('worker2', 3);
+my $coord = SnowflakeCitus::node('coordinator', 1);
+my $w1 = SnowflakeCitus::node('worker1', 2);
+my $w2 = SnowflakeCitus::node('worker2', 3);
 my @nodes = ($coord, $w1, $w2);
 my %node_id = (coordinator => 1, worker1 => 2, worker2 => 3);
 my %id_of_port = map { ($_->port => $node_id{ $_->name }) } @nodes;
 
-$_->safe_psql('postgres', SnowflakeDocs::block($page, 'every-node')) for @nodes;
-$coord->safe_psql(
-	'postgres',
-	SnowflakeDocs::substitute(
-		SnowflakeDocs::block($page, 'coordinator'),
-		"'coordinator', 5432" => "'127.0.0.1', " . $coord->port,
-		"'worker-1', 5432" => "'127.0.0.1', " . $w1->port,
-		"'worker-2', 5432" => "'127.0.0.1', " . $w2->port));
+SnowflakeCitus::create_cluster($coord, $w1, $w2);
 $coord->safe_psql('postgres', SnowflakeDocs::block($page, 'tables'));
 $coord->safe_psql('postgres', q{
 INSERT INTO kinds VALUES (1, 'click'), (2, 'view');
@@ -352,7 +324,7 @@ SELECT string_agg(format('%s:%s', tenant, id < 3 OR (snowflake_decode(id)).node_
 	'1:t 2:t 11:t 12:t 13:t',
 	'old rows keep their keys; new ones get IDs of the node that inserted them');
 
-# --- 6. each registry sees only its own node -----------------------------------
+# --- 6. without the mesh each registry sees only its own node -----------------
 
 for my $node (@nodes)
 {
