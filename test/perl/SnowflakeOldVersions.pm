@@ -25,6 +25,7 @@ use Cwd ();
 use File::Basename ();
 use File::Copy ();
 use PostgreSQL::Test::Utils;
+use SnowflakeTest;
 
 # The first release's install script, kept only for these tests.
 sub fixture
@@ -341,6 +342,45 @@ sub insert_v14_leases
         ttl, window_ms, layout, granted_at, renewed_at, not_before_ms, not_after_ms,
         last_timestamp_ms, released_at) VALUES ' . join(",\n", @rows));
 	return;
+}
+
+# A node of this library whose databases @databases (the first one holds
+# the leases) are at 1.4, with $workers lease worker ids.  Returns a hash:
+# node, layout (as 1.4's rows name it), first (the first lease worker id),
+# now_ms (the database's clock at the start).
+sub v14_lease_fixture
+{
+	my ($name, $workers, @databases) = @_;
+	my $top = $ENV{TESTDIR} // '.';
+	my $node = SnowflakeTest::new_node($name,
+		install => [ install_path => relocated_install($name) ],
+		conf => slurp_file("$top/test/conf/regress.conf") . "snowflake.lease_workers = $workers\n");
+	for my $db (@databases)
+	{
+		$node->safe_psql('postgres', "CREATE DATABASE $db");
+		$node->safe_psql($db,
+			"CREATE EXTENSION snowflake VERSION '1.0'; ALTER EXTENSION snowflake UPDATE TO '1.4'");
+	}
+	return {
+		node => $node,
+		layout => v14_layout($node, $databases[0]),
+		first => $node->safe_psql($databases[0],
+			"SELECT (1 << worker_bits) - $workers FROM snowflake_status()"),
+		now_ms => $node->safe_psql($databases[0],
+			'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint') };
+}
+
+# A 1.4 lease row (a VALUES list for insert_v14_leases) of the fixture $f's
+# worker id first + $w: token, window (not_before, not_after) in ms from
+# now_ms, held by $holder, granted $ago ms ago, one-hour ttl.
+sub v14_lease_row
+{
+	my ($f, $w, $token, $from, $to, $holder, $ago) = @_;
+	return sprintf(
+		"(0, %d, %s, '%s', current_user, NULL, NULL, NULL, interval '1 hour', 3600000, "
+		  . "'%s', now() - interval '%d ms', now(), %d, %d, NULL, NULL)",
+		$f->{first} + $w, $token, $holder, $f->{layout}, $ago,
+		$f->{now_ms} + $from, $f->{now_ms} + $to);
 }
 
 1;

@@ -15,33 +15,14 @@ use SnowflakeOldVersions;
 use SnowflakeTest;
 use Test::More;
 
-my $top = $ENV{TESTDIR} // '.';
-my $node = SnowflakeTest::new_node('v14after',
-	install => [ install_path => SnowflakeOldVersions::relocated_install('v14after') ],
-	conf => slurp_file("$top/test/conf/regress.conf") . "snowflake.lease_workers = 4\n");
-
-for my $db ('leases_now', 'before')
-{
-	$node->safe_psql('postgres', "CREATE DATABASE $db");
-	$node->safe_psql($db,
-		"CREATE EXTENSION snowflake VERSION '1.0'; ALTER EXTENSION snowflake UPDATE TO '1.4'");
-}
-
-my $layout = SnowflakeOldVersions::v14_layout($node, 'leases_now');
-my $first = $node->safe_psql('leases_now', 'SELECT (1 << worker_bits) - 4 FROM snowflake_status()');
-my $now_ms = $node->safe_psql('leases_now',
-	'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint');
+my $fixture = SnowflakeOldVersions::v14_lease_fixture('v14after', 4, 'leases_now', 'before');
+my ($node, $layout, $first, $now_ms) = @$fixture{qw(node layout first now_ms)};
 my $hour = 3_600_000;
 
-# A 1.4 row of worker id $first + $w: token, window (not_before, not_after)
-# in ms from now, held by $holder, granted $ago ms ago.
+# A 1.4 row of worker id $first + $w (see SnowflakeOldVersions::v14_lease_row).
 sub row
 {
-	my ($w, $token, $from, $to, $holder, $ago) = @_;
-	return sprintf(
-		"(0, %d, %s, '%s', current_user, NULL, NULL, NULL, interval '1 hour', 3600000, "
-		  . "'%s', now() - interval '%d ms', now(), %d, %d, NULL, NULL)",
-		$first + $w, $token, $holder, $layout, $ago, $now_ms + $from, $now_ms + $to);
+	return SnowflakeOldVersions::v14_lease_row($fixture, @_);
 }
 
 # Grants one lease in leases_now: [worker id, token, not_before in ms].
