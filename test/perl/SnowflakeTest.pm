@@ -103,6 +103,32 @@ sub start_psql
 		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
 }
 
+# Opens the gates: waits until $sessions sessions on each node of @$nodes
+# wait in database $db for the shared advisory lock $key that the node's
+# background session $gates->{name} holds, releases them all at once, then
+# checks that each run of @$runs ({name, run}, output in "$dir/NAME.err")
+# finished, and closes the gate sessions.
+sub open_gates
+{
+	my ($nodes, $db, $key, $sessions, $gates, $runs, $dir) = @_;
+	for my $node (@$nodes)
+	{
+		ok( $node->poll_query_until(
+				$db, qq{
+SELECT count(*) = $sessions FROM pg_locks
+ WHERE locktype = 'advisory' AND objid = $key AND mode = 'ShareLock' AND NOT granted}),
+			$node->name . ": all $sessions sessions wait at the gate");
+	}
+	$gates->{ $_->name }->query_safe("SELECT pg_advisory_unlock($key)") for @$nodes;
+	for my $run (@$runs)
+	{
+		ok($run->{run}->finish, "$run->{name} inserted its rows")
+		  or diag(slurp_file("$dir/$run->{name}.err"));
+	}
+	$gates->{ $_->name }->quit for @$nodes;
+	return;
+}
+
 # How many rows of $table (columns id, session, n) have an id not above the
 # previous one of the same session, in the order n.
 sub out_of_order

@@ -98,21 +98,7 @@ for my $node (@nodes)
 		  { name => $name, run => SnowflakeTest::start_psql($node, $dir, $name, '-f', "$dir/$name.sql") };
 	}
 }
-for my $node (@nodes)
-{
-	ok( $node->poll_query_until(
-			'postgres', qq{
-SELECT count(*) = $sessions FROM pg_locks
- WHERE locktype = 'advisory' AND objid = $gate_key AND mode = 'ShareLock' AND NOT granted}),
-		$node->name . ": all $sessions sessions wait at the gate");
-}
-$gate{ $_->name }->query_safe("SELECT pg_advisory_unlock($gate_key)") for @nodes;
-for my $run (@runs)
-{
-	ok($run->{run}->finish, "$run->{name} inserted its rows")
-	  or diag(slurp_file("$dir/$run->{name}.err"));
-}
-$gate{ $_->name }->quit for @nodes;
+SnowflakeTest::open_gates(\@nodes, 'postgres', $gate_key, $sessions, \%gate, \@runs, $dir);
 
 my $per_node = $sessions * $per_session;
 is($coord->safe_psql('postgres', 'SELECT count(*), count(DISTINCT id) FROM events'),
