@@ -44,6 +44,15 @@ SELECT p.proname, p.prosecdef, p.proconfig
        JOIN pg_extension AS e ON e.oid = d.refobjid AND e.extname = 'snowflake'
  WHERE p.prosecdef OR p.proconfig IS NOT NULL ORDER BY 1;
 
+-- The extension keeps no state in a sequence, so a publication FOR ALL
+-- SEQUENCES (PostgreSQL 19) carries none of it (docs/multi-primary.md).
+SELECT count(*) AS sequences
+  FROM pg_class AS c
+       JOIN pg_depend AS d
+         ON d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e'
+       JOIN pg_extension AS e ON e.oid = d.refobjid AND e.extname = 'snowflake'
+ WHERE c.relkind = 'S';
+
 -- A database at the library's version is not warned.
 SELECT snowflake_nextval() > 0 AS works;
 
