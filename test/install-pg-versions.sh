@@ -38,7 +38,8 @@
 #                          Debian archive of this machine's apt sources)
 #   SNOWFLAKE_CITUS_TARBALL  Citus's source (default
 #                          ../shared/citus/citus-14.0.1.tar.gz beside the
-#                          repository)
+#                          repository, or beside the local repository a
+#                          clone was made from)
 set -euo pipefail
 
 cache=${SNOWFLAKE_PG_CACHE:-/var/cache/snowflake-pg}
@@ -388,7 +389,23 @@ install_pglogical() {
 # on that version, saying why.
 citus_version=14.0.1
 citus_sha256=edf37f5f80c0a2f2ba258941439d0a271f08de3b065c82520dae763ae9367b3d
-citus_tarball=${SNOWFLAKE_CITUS_TARBALL:-$(cd "$(dirname "$0")/.." && pwd)/../shared/citus/citus-$citus_version.tar.gz}
+# Beside this checkout, or, for a clone (CI clones the repository afresh),
+# beside the local repository it was cloned from.
+citus_tarball() {
+	local top origin name=shared/citus/citus-$citus_version.tar.gz
+	top=$(cd "$(dirname "$0")/.." && pwd)
+	if [ -n "${SNOWFLAKE_CITUS_TARBALL:-}" ] || [ -f "$top/../$name" ]; then
+		echo "${SNOWFLAKE_CITUS_TARBALL:-$top/../$name}"
+		return
+	fi
+	origin=$(git -c safe.directory="$top" -C "$top" remote get-url origin 2>/dev/null || true)
+	if [ -d "$origin" ] && [ -f "$origin/../$name" ]; then
+		echo "$(cd "$origin/.." && pwd)/$name"
+		return
+	fi
+	echo "$top/../$name"
+}
+citus_tarball=$(citus_tarball)
 install_citus() {
 	local major=$1 version=$2 dir=$cache/$2.b$recipe work
 	[ ! -f "$("$dir/pg/bin/pg_config" --sharedir)/extension/citus.control" ] || return 0
