@@ -84,3 +84,12 @@ RegisterSnowflakeRmgr(const WalRecordHandlers *kinds, int count)
 	record_kind_count = count;
 	RegisterCustomRmgr(kSnowflakeRmgrId, &snowflake_rmgr);
 }
+
+void
+CopyWalRecordBody(XLogReaderState *record, const char *name, void *body, size_t size)
+{
+	if (XLogRecGetDataLen(record) != size)
+		elog(PANIC, "snowflake %s record has length %u, expected %zu", name,
+			 XLogRecGetDataLen(record), size);
+	memcpy(body, XLogRecGetData(record), size);
+}

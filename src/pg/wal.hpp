@@ -52,4 +52,11 @@ struct WalRecordHandlers
  */
 void		RegisterSnowflakeRmgr(const WalRecordHandlers *kinds, int count);
 
+/*
+ * Copies the body of a record of kind "name" into "body", which has
+ * "size" bytes; PANIC if the record holds another length (WAL this build
+ * did not write: replaying it would go wrong silently).
+ */
+void CopyWalRecordBody(XLogReaderState *record, const char *name, void *body, size_t size);
+
 #endif							/* SNOWFLAKE_PG_WAL_HPP */

@@ -440,10 +440,7 @@ ReadLeaseRecord(XLogReaderState *record)
 {
 	LeaseImage	image;
 
-	if (XLogRecGetDataLen(record) != sizeof(image))
-		elog(PANIC, "snowflake LEASE record has length %u, expected %zu",
-			 XLogRecGetDataLen(record), sizeof(image));
-	memcpy(&image, XLogRecGetData(record), sizeof(image));
+	CopyWalRecordBody(record, "LEASE", &image, sizeof(image));
 	if (image.crc != LeaseImageCrc(image))
 		elog(PANIC, "snowflake LEASE record has a wrong checksum");
 	return image;

@@ -25,10 +25,7 @@ ReadRecord(XLogReaderState *record)
 {
 	ReservationRecord body;
 
-	if (XLogRecGetDataLen(record) != sizeof(body))
-		elog(PANIC, "snowflake RESERVE record has length %u, expected %zu",
-			 XLogRecGetDataLen(record), sizeof(body));
-	memcpy(&body, XLogRecGetData(record), sizeof(body));
+	CopyWalRecordBody(record, "RESERVE", &body, sizeof(body));
 	return body;
 }
 
