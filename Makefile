@@ -35,8 +35,8 @@ OBJS = $(CORE_OBJS) $(PG_OBJS)
 CURRENT_SCRIPT = src/sql/snowflake--$(EXTVERSION).sql
 UPGRADE_CHAIN = src/sql/snowflake--1.0--1.1.sql src/sql/snowflake--1.1--1.2.sql \
 	src/sql/snowflake--1.2--1.3.sql src/sql/snowflake--1.3--1.4.sql \
-	src/sql/snowflake--1.4--1.5.sql
-OLD_VERSIONS = 1.0 1.1 1.2 1.3 1.4
+	src/sql/snowflake--1.4--1.5.sql src/sql/snowflake--1.5--1.6.sql
+OLD_VERSIONS = 1.0 1.1 1.2 1.3 1.4 1.5
 OLD_VERSION_SCRIPTS = $(OLD_VERSIONS:%=snowflake--%.sql)
 DATA_built = $(OLD_VERSION_SCRIPTS)
 DATA = $(CURRENT_SCRIPT) $(UPGRADE_CHAIN)

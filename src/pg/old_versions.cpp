@@ -212,6 +212,12 @@ RefuseOldDefiners(FmgrHookEventType event, FmgrInfo *flinfo, Datum *arg)
 
 } /* namespace */
 
+const char *
+LibraryVersion(void)
+{
+	return SNOWFLAKE_LIBRARY_VERSION;
+}
+
 void
 InstallOldVersionGuard(void)
 {

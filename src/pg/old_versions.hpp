@@ -14,6 +14,9 @@
  */
 void InstallOldVersionGuard(void);
 
+/* The library's version (snowflake.control's default_version), for messages. */
+const char *LibraryVersion(void);
+
 /*
  * The extension's version in the current database (pg_extension.extversion)
  * if it is older than the library's, else nullptr (also when the extension

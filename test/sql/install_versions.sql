@@ -25,6 +25,8 @@ CREATE EXTENSION snowflake VERSION '1.3';
 \echo :LAST_ERROR_SQLSTATE
 CREATE EXTENSION snowflake VERSION '1.4';
 \echo :LAST_ERROR_SQLSTATE
+CREATE EXTENSION snowflake VERSION '1.5';
+\echo :LAST_ERROR_SQLSTATE
 \set SHOW_CONTEXT errors
 SELECT count(*) AS installed FROM pg_extension WHERE extname = 'snowflake';
 

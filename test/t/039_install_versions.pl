@@ -1,18 +1,18 @@
-# A fresh install builds 1.5 and nothing older, and a database left at 1.4
-# cannot run 1.4's SECURITY DEFINER functions under library 1.5.
+# A fresh install builds 1.6 and nothing older, and a database left at 1.4
+# cannot run 1.4's SECURITY DEFINER functions under library 1.6.
 #
 # - The shipped files: CREATE EXTENSION snowflake VERSION 'X' fails for
-#   every X from 1.0 to 1.4 with 0A000, saying why and what to run; plain
-#   CREATE EXTENSION installs 1.5 from its own script (the only other way
-#   to 1.5 would start from 1.0's install script, which refuses).
+#   every X from 1.0 to 1.5 with 0A000, saying why and what to run; plain
+#   CREATE EXTENSION installs 1.6 from its own script (the only other way
+#   to 1.6 would start from 1.0's install script, which refuses).
 # - On a relocated copy of the installation that can still install 1.0
-#   (test/perl/SnowflakeOldVersions.pm): a database at each of 1.0 to 1.4,
+#   (test/perl/SnowflakeOldVersions.pm): a database at each of 1.0 to 1.5,
 #   updated with ALTER EXTENSION snowflake UPDATE, has the catalog of a
-#   fresh 1.5, item by item (SnowflakeOldVersions::extension_catalog).  The
-#   install scripts of 1.1 to 1.4 there still refuse: ALTER EXTENSION UPDATE
+#   fresh 1.6, item by item (SnowflakeOldVersions::extension_catalog).  The
+#   install scripts of 1.1 to 1.5 there still refuse: ALTER EXTENSION UPDATE
 #   never runs them, and CREATE EXTENSION runs a version's own script
 #   rather than a path from 1.0.
-# - A database at 1.4 under library 1.5: each of 1.4's SECURITY DEFINER
+# - A database at 1.4 under library 1.6: each of 1.4's SECURITY DEFINER
 #   functions is refused (55000) before its body runs, renaming the schema
 #   and planting the helper such a function calls (snowflake_lease_held)
 #   makes nobody a superuser, and the first snowflake_nextval() of a session warns.
@@ -30,7 +30,8 @@ use SnowflakeOldVersions;
 use SnowflakeTest;
 use Test::More;
 
-my @old_versions = qw(1.0 1.1 1.2 1.3 1.4);
+my @old_versions = qw(1.0 1.1 1.2 1.3 1.4 1.5);
+my $current = '1.6';
 my $top = $ENV{TESTDIR} // '.';
 
 # ERROR, WARNING, DETAIL and HINT lines of psql's stderr, without psql's
@@ -58,18 +59,18 @@ sub refusal_of_install
 	my ($version) = @_;
 	return
 	    "ERROR:  0A000: snowflake version $version cannot be installed anew\n"
-	  . "DETAIL:  Library 1.5 installs only version 1.5: older versions are reached only by "
+	  . "DETAIL:  Library $current installs only version $current: older versions are reached only by "
 	  . "updating, since version 1.4 had SECURITY DEFINER functions that the owner of the "
 	  . "extension's schema could turn against the superuser.\n"
-	  . "HINT:  Run CREATE EXTENSION snowflake; to install version 1.5. A database at an older "
-	  . "version reaches 1.5 with ALTER EXTENSION snowflake UPDATE.";
+	  . "HINT:  Run CREATE EXTENSION snowflake; to install version $current. A database at an older "
+	  . "version reaches $current with ALTER EXTENSION snowflake UPDATE.";
 }
 
 sub refusal_of_definer
 {
 	my ($function, $db) = @_;
 	return
-	    "ERROR:  55000: snowflake 1.4's SECURITY DEFINER functions are disabled under library 1.5\n"
+	    "ERROR:  55000: snowflake 1.4's SECURITY DEFINER functions are disabled under library $current\n"
 	  . "DETAIL:  Database \"$db\" still has the SQL functions of snowflake 1.4. $function() runs "
 	  . "with its owner's rights and calls other functions by schema name, so the owner of the "
 	  . "extension's schema could run code with those rights.\n"
@@ -83,11 +84,11 @@ sub warning_of_version
 	  $version eq '1.4'
 	  ? "The database is exposed until it is updated: it keeps version 1.4's SECURITY DEFINER "
 	  . "functions, which the owner of the extension's schema can turn against the superuser. "
-	  . "Library 1.5 refuses to run them."
-	  : "The database lacks the objects of version 1.5 until it is updated.";
+	  . "Library $current refuses to run them."
+	  : "The database lacks the objects of version $current until it is updated.";
 	return
 	    "WARNING:  55000: snowflake extension in database \"$db\" is at version $version, "
-	  . "older than library version 1.5\n"
+	  . "older than library version $current\n"
 	  . "DETAIL:  $detail\n"
 	  . "HINT:  Run ALTER EXTENSION snowflake UPDATE in database \"$db\".";
 }
@@ -123,13 +124,13 @@ is($shipped->safe_psql('postgres', "SELECT count(*) FROM pg_extension WHERE extn
 $shipped->safe_psql('postgres', 'CREATE DATABASE fresh');
 is(messages_of($shipped, 'fresh', 'CREATE EXTENSION snowflake'), '',
 	'CREATE EXTENSION snowflake succeeds');
-is(extversion($shipped, 'fresh'), '1.5', 'CREATE EXTENSION snowflake installs 1.5');
+is(extversion($shipped, 'fresh'), $current, "CREATE EXTENSION snowflake installs $current");
 is($shipped->safe_psql('fresh', 'SELECT count(*) FROM snowflake_layout WHERE first_id = 0'),
-	'1', "1.5's script records the running layout");
+	'1', "${current}'s script records the running layout");
 is(messages_of($shipped, 'fresh', 'SELECT snowflake_nextval() > 0'), '',
-	'a session in a database at 1.5 is not warned');
+	"a session in a database at $current is not warned");
 my $fresh = SnowflakeOldVersions::extension_catalog($shipped, 'fresh');
-cmp_ok(scalar(@$fresh), '>', 1000, 'the catalog of a fresh 1.5 has its many items');
+cmp_ok(scalar(@$fresh), '>', 1000, "the catalog of a fresh $current has its many items");
 
 # The comparison sees one changed label.
 $shipped->safe_psql('postgres', 'CREATE DATABASE altered');
@@ -161,14 +162,14 @@ for my $version (@old_versions)
 		"a database at $version: 1.0 from the fixture, then the shipped update scripts");
 	is(messages_of($old, $db, 'ALTER EXTENSION snowflake UPDATE'), '',
 		"ALTER EXTENSION snowflake UPDATE from $version succeeds");
-	is(extversion($old, $db), '1.5', "$version is updated to 1.5");
+	is(extversion($old, $db), $current, "$version is updated to $current");
 	is( SnowflakeOldVersions::catalog_differences(
 			SnowflakeOldVersions::extension_catalog($old, $db), $fresh),
 		'',
-		"updated from $version: the catalog of a fresh 1.5, item by item");
+		"updated from $version: the catalog of a fresh $current, item by item");
 }
 
-# --- 1.4 (and 1.3) under library 1.5 --------------------------------------------
+# --- 1.4 (and 1.3) under library 1.6 --------------------------------------------
 
 $old->safe_psql(
 	'postgres', q{
@@ -208,7 +209,7 @@ for my $function (sort keys %definer_calls)
 {
 	is(messages_of($old, 'leasedb', $definer_calls{$function}),
 		refusal_of_definer($function, 'leasedb'),
-		"1.4's $function() is refused under library 1.5 (55000), with the database to update");
+		"1.4's $function() is refused under library $current (55000), with the database to update");
 }
 is( messages_of(
 		$old, 'leasedb', "SELECT * FROM snowflake_lease_worker('definer', interval '1 hour')", 'app'),
@@ -264,7 +265,7 @@ $old->append_conf('postgresql.conf', "snowflake.database = 'leasedb'");
 my $log_offset = -s $old->logfile;
 $old->restart;
 $old->wait_for_log(
-	qr/WARNING:  snowflake extension in database "leasedb" is at version 1\.4, older than library version 1\.5/,
+	qr/WARNING:  snowflake extension in database "leasedb" is at version 1\.4, older than library version \Q$current\E/,
 	$log_offset);
 ok(1, 'at each start the server log says that snowflake.database is at 1.4');
 

@@ -30,6 +30,7 @@ extern "C"
 #include "core/holder_text.hpp"
 #include "pg/leases/lease_functions.hpp"
 #include "pg/leases/lease_table.hpp"
+#include "pg/old_versions.hpp"
 #include "pg/settings.hpp"
 
 extern "C"
@@ -489,8 +490,9 @@ snowflake_lease_context(PG_FUNCTION_ARGS)
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("snowflake extension version 1.4 cannot lease worker ids under library "
-					"version 1.5"),
-			 errdetail("Version 1.5 keeps leases in the server, not in the table "
+					"version %s",
+					LibraryVersion()),
+			 errdetail("Since version 1.5 leases are kept in the server, not in the table "
 					   "snowflake_worker_leases."),
 			 errhint(
 				 "Run ALTER EXTENSION snowflake UPDATE, first in the database whose 1.4 "

@@ -103,7 +103,7 @@ SELECT * FROM snowflake_lease_worker('upgrade-refused', interval '1 hour');
 SELECT * FROM snowflake_lease_held(1, 'upgrade-refused');
 \echo :LAST_ERROR_SQLSTATE
 \set VERBOSITY default
--- Leases as 1.4 recorded them before the restart that loaded library 1.5:
+-- Leases as 1.4 recorded them before the restart that loaded library 1.6:
 -- one held for an hour with a reported timestamp, one released with its
 -- last timestamp, one connection-scoped.  The update must carry each
 -- window, token and history into the lease table of 1.5.
@@ -208,6 +208,10 @@ SELECT g.worker_id = :conn_worker AS conn_worker, g.token > :conn_token AS newer
  ORDER BY v.n;
 SELECT snowflake_release_lease(token, NULL) AS released_after_upgrade
   FROM snowflake_leases WHERE state = 'held' ORDER BY token;
+
+-- 1.6 adds the snowflake type.
+ALTER EXTENSION snowflake UPDATE TO '1.6';
+SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
 
 -- The upgraded extension matches a fresh install of the default version.
 CREATE TEMP TABLE upgraded AS SELECT * FROM extension_functions;

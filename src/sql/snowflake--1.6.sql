@@ -1,9 +1,9 @@
-/* snowflake--1.5.sql: install script of version 1.5 */
+/* snowflake--1.6.sql: install script of version 1.6 */
 
 \echo Use "CREATE EXTENSION snowflake" to load this file. \quit
 
--- A fresh install of 1.5 builds exactly the objects that updating 1.0 step
--- by step to 1.5 (the snowflake--X--Y.sql scripts) builds: the same
+-- A fresh install of 1.6 builds exactly the objects that updating 1.0 step
+-- by step to 1.6 (the snowflake--X--Y.sql scripts) builds: the same
 -- columns, constraints, function labels, comments and grants.  Older
 -- versions cannot be installed anew (see snowflake--old-version.sql.in);
 -- test/t/039_install_versions.pl compares the two catalogs item by item.
@@ -160,6 +160,78 @@ LANGUAGE C STABLE STRICT PARALLEL SAFE;
 
 COMMENT ON FUNCTION snowflake_id_interval(interval) IS
     'Returns the number of snowflake IDs that a span of time covers under the layout in force now';
+
+--
+-- The snowflake type
+--
+
+-- A snowflake ID for APIs: stored, sent and received exactly as a bigint,
+-- written in decimal, but a type of its own, so that to_json(), json_agg(),
+-- row_to_json() and jsonb_build_object() write it as a JSON string (they
+-- write bigint as a bare number, which JavaScript rounds above 2^53).  It
+-- has no operators of its own: the casts to and from bigint are binary
+-- coercions, so bigint's B-tree, hash and BRIN operator classes serve it
+-- (as text's serve varchar), every function that takes a bigint ID takes it
+-- unchanged, and ALTER COLUMN ... TYPE snowflake on a bigint column
+-- rewrites neither the table nor its indexes.  docs/snowflake-type.md.
+-- The input, output, send and receive functions are bigint's own.
+CREATE TYPE snowflake;
+
+CREATE FUNCTION snowflake_in(cstring)
+RETURNS snowflake
+AS 'int8in'
+LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION snowflake_out(snowflake)
+RETURNS cstring
+AS 'int8out'
+LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION snowflake_recv(internal)
+RETURNS snowflake
+AS 'int8recv'
+LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION snowflake_send(snowflake)
+RETURNS bytea
+AS 'int8send'
+LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE TYPE snowflake (
+    INPUT = snowflake_in,
+    OUTPUT = snowflake_out,
+    RECEIVE = snowflake_recv,
+    SEND = snowflake_send,
+    INTERNALLENGTH = 8,
+    PASSEDBYVALUE,
+    ALIGNMENT = double,
+    STORAGE = plain,
+    CATEGORY = 'N'
+);
+
+COMMENT ON TYPE snowflake IS
+    'A snowflake ID: a bigint that JSON functions write as a string';
+
+-- snowflake to bigint is implicit, so that every operator, operator class
+-- and function of bigint applies; bigint to snowflake only on assignment
+-- (DEFAULT snowflake_nextval(), INSERT, UPDATE), since implicit casts both
+-- ways would make id = 123 ambiguous.  An integer literal becomes a
+-- snowflake implicitly, so that COALESCE(id, 0) stays a snowflake.
+CREATE CAST (snowflake AS bigint) WITHOUT FUNCTION AS IMPLICIT;
+
+CREATE CAST (bigint AS snowflake) WITHOUT FUNCTION AS ASSIGNMENT;
+
+CREATE FUNCTION snowflake(integer)
+RETURNS snowflake
+AS 'int48'
+LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake(integer) IS
+    'Converts an integer to a snowflake';
+
+CREATE CAST (integer AS snowflake) WITH FUNCTION snowflake(integer) AS IMPLICIT;
+
+CREATE CAST (snowflake AS timestamptz) WITH FUNCTION snowflake_timestamp(bigint);
 
 --
 -- Comparisons of an ID's timestamp, served by indexes on the ID

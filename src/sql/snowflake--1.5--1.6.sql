@@ -1,0 +1,79 @@
+/* snowflake--1.5--1.6.sql: the snowflake type */
+
+\echo Use "ALTER EXTENSION snowflake UPDATE TO '1.6'" to load this file. \quit
+
+-- This script runs as the superuser who updates the extension, with
+-- search_path set to the extension's schema: every name it uses is
+-- qualified.
+
+--
+-- The snowflake type
+--
+
+-- A snowflake ID for APIs: stored, sent and received exactly as a bigint,
+-- written in decimal, but a type of its own, so that to_json(), json_agg(),
+-- row_to_json() and jsonb_build_object() write it as a JSON string (they
+-- write bigint as a bare number, which JavaScript rounds above 2^53).  It
+-- has no operators of its own: the casts to and from bigint are binary
+-- coercions, so bigint's B-tree, hash and BRIN operator classes serve it
+-- (as text's serve varchar), every function that takes a bigint ID takes it
+-- unchanged, and ALTER COLUMN ... TYPE snowflake on a bigint column
+-- rewrites neither the table nor its indexes.  docs/snowflake-type.md.
+-- The input, output, send and receive functions are bigint's own.
+CREATE TYPE @extschema@.snowflake;
+
+CREATE FUNCTION @extschema@.snowflake_in(cstring)
+RETURNS @extschema@.snowflake
+AS 'int8in'
+LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION @extschema@.snowflake_out(@extschema@.snowflake)
+RETURNS cstring
+AS 'int8out'
+LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION @extschema@.snowflake_recv(internal)
+RETURNS @extschema@.snowflake
+AS 'int8recv'
+LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION @extschema@.snowflake_send(@extschema@.snowflake)
+RETURNS bytea
+AS 'int8send'
+LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE TYPE @extschema@.snowflake (
+    INPUT = @extschema@.snowflake_in,
+    OUTPUT = @extschema@.snowflake_out,
+    RECEIVE = @extschema@.snowflake_recv,
+    SEND = @extschema@.snowflake_send,
+    INTERNALLENGTH = 8,
+    PASSEDBYVALUE,
+    ALIGNMENT = double,
+    STORAGE = plain,
+    CATEGORY = 'N'
+);
+
+COMMENT ON TYPE @extschema@.snowflake IS
+    'A snowflake ID: a bigint that JSON functions write as a string';
+
+-- snowflake to bigint is implicit, so that every operator, operator class
+-- and function of bigint applies; bigint to snowflake only on assignment
+-- (DEFAULT snowflake_nextval(), INSERT, UPDATE), since implicit casts both
+-- ways would make id = 123 ambiguous.  An integer literal becomes a
+-- snowflake implicitly, so that COALESCE(id, 0) stays a snowflake.
+CREATE CAST (@extschema@.snowflake AS bigint) WITHOUT FUNCTION AS IMPLICIT;
+
+CREATE CAST (bigint AS @extschema@.snowflake) WITHOUT FUNCTION AS ASSIGNMENT;
+
+CREATE FUNCTION @extschema@.snowflake(integer)
+RETURNS @extschema@.snowflake
+AS 'int48'
+LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION @extschema@.snowflake(integer) IS
+    'Converts an integer to a snowflake';
+
+CREATE CAST (integer AS @extschema@.snowflake) WITH FUNCTION @extschema@.snowflake(integer) AS IMPLICIT;
+
+CREATE CAST (@extschema@.snowflake AS timestamptz) WITH FUNCTION @extschema@.snowflake_timestamp(bigint);
