@@ -19,28 +19,29 @@
 -- (as text's serve varchar), every function that takes a bigint ID takes it
 -- unchanged, and ALTER COLUMN ... TYPE snowflake on a bigint column
 -- rewrites neither the table nor its indexes.  docs/snowflake-type.md.
--- The input, output, send and receive functions are bigint's own.
+-- The input, output, send and receive functions call bigint's own
+-- (src/pg/type/snowflake_io.cpp).
 CREATE TYPE @extschema@.snowflake;
 
 CREATE FUNCTION @extschema@.snowflake_in(cstring)
 RETURNS @extschema@.snowflake
-AS 'int8in'
-LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_in'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE FUNCTION @extschema@.snowflake_out(@extschema@.snowflake)
 RETURNS cstring
-AS 'int8out'
-LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_out'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE FUNCTION @extschema@.snowflake_recv(internal)
 RETURNS @extschema@.snowflake
-AS 'int8recv'
-LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_recv'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE FUNCTION @extschema@.snowflake_send(@extschema@.snowflake)
 RETURNS bytea
-AS 'int8send'
-LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_send'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE TYPE @extschema@.snowflake (
     INPUT = @extschema@.snowflake_in,
@@ -68,8 +69,8 @@ CREATE CAST (bigint AS @extschema@.snowflake) WITHOUT FUNCTION AS ASSIGNMENT;
 
 CREATE FUNCTION @extschema@.snowflake(integer)
 RETURNS @extschema@.snowflake
-AS 'int48'
-LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_from_integer'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 COMMENT ON FUNCTION @extschema@.snowflake(integer) IS
     'Converts an integer to a snowflake';

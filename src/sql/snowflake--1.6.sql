@@ -174,28 +174,29 @@ COMMENT ON FUNCTION snowflake_id_interval(interval) IS
 -- (as text's serve varchar), every function that takes a bigint ID takes it
 -- unchanged, and ALTER COLUMN ... TYPE snowflake on a bigint column
 -- rewrites neither the table nor its indexes.  docs/snowflake-type.md.
--- The input, output, send and receive functions are bigint's own.
+-- The input, output, send and receive functions call bigint's own
+-- (src/pg/type/snowflake_io.cpp).
 CREATE TYPE snowflake;
 
 CREATE FUNCTION snowflake_in(cstring)
 RETURNS snowflake
-AS 'int8in'
-LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_in'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE FUNCTION snowflake_out(snowflake)
 RETURNS cstring
-AS 'int8out'
-LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_out'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE FUNCTION snowflake_recv(internal)
 RETURNS snowflake
-AS 'int8recv'
-LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_recv'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE FUNCTION snowflake_send(snowflake)
 RETURNS bytea
-AS 'int8send'
-LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_send'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE TYPE snowflake (
     INPUT = snowflake_in,
@@ -223,8 +224,8 @@ CREATE CAST (bigint AS snowflake) WITHOUT FUNCTION AS ASSIGNMENT;
 
 CREATE FUNCTION snowflake(integer)
 RETURNS snowflake
-AS 'int48'
-LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_from_integer'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 COMMENT ON FUNCTION snowflake(integer) IS
     'Converts an integer to a snowflake';
