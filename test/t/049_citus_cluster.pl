@@ -29,7 +29,8 @@
 # 7. A table keyed by the snowflake type, distributed on that key: each
 #    node inserts with DEFAULT snowflake_nextval(), a lookup by = is routed
 #    to one shard, whose task uses the primary key, and the coordinator's
-#    JSON writes the IDs as strings.
+#    JSON writes the IDs as strings.  Citus refuses to colocate it with
+#    the bigint-keyed events.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -347,6 +348,13 @@ like($routed, qr/Index Scan using api_items_pkey_\d+/, "and that shard's task us
 is( $coord->safe_psql('postgres',
 		"SELECT to_json(id)::text = '\"' || id || '\"', row_to_json(i)::text LIKE '{\"id\":\"%' FROM api_items AS i WHERE id = $one_item"),
 	't|t', "the coordinator's JSON writes the snowflake key as a string");
+my ($colo_out, $colo_err) = ('', '');
+$coord->psql('postgres', q{
+CREATE TABLE api_events (id snowflake PRIMARY KEY);
+SELECT create_distributed_table('api_events', 'id', colocate_with => 'events');},
+	stdout => \$colo_out, stderr => \$colo_err);
+like($colo_err, qr/ERROR:  cannot colocate tables events and api_events/,
+	'Citus does not colocate a snowflake key with a bigint key');
 
 $_->stop for @nodes;
 done_testing();
