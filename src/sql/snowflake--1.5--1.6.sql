@@ -21,6 +21,22 @@
 -- rewrites neither the table nor its indexes.  docs/snowflake-type.md.
 -- The input, output, send and receive functions call bigint's own
 -- (src/pg/type/snowflake_io.cpp).
+-- The type's name must be free in the extension's schema: a table named
+-- snowflake there has a row type of that name.  Say so, with what to do,
+-- instead of CREATE TYPE's bare "already exists".
+DO $free$
+BEGIN
+    IF EXISTS (SELECT FROM pg_catalog.pg_type AS t
+                WHERE t.typname OPERATOR(pg_catalog.=) 'snowflake'
+                  AND t.typnamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace) THEN
+        RAISE EXCEPTION 'schema "%" already has a type named "snowflake"', '@extschema@'
+              USING ERRCODE = 'duplicate_object',
+                    DETAIL = 'Version 1.6 adds the type snowflake to the extension''s schema; a table named snowflake has a row type of that name.',
+                    HINT = 'Rename the table or type, then run the command again.';
+    END IF;
+END
+$free$;
+
 CREATE TYPE @extschema@.snowflake;
 
 CREATE FUNCTION @extschema@.snowflake_in(cstring)

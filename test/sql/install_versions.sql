@@ -30,6 +30,15 @@ CREATE EXTENSION snowflake VERSION '1.5';
 \set SHOW_CONTEXT errors
 SELECT count(*) AS installed FROM pg_extension WHERE extname = 'snowflake';
 
+-- The type's name must be free in the extension's schema: a table named
+-- snowflake has a row type of that name.
+CREATE TABLE snowflake (x integer);
+\set SHOW_CONTEXT never
+CREATE EXTENSION snowflake;
+\echo :LAST_ERROR_SQLSTATE
+\set SHOW_CONTEXT errors
+DROP TABLE snowflake;
+
 -- The current version installs from its own script.
 CREATE EXTENSION snowflake;
 SELECT extversion = (SELECT default_version FROM pg_available_extensions
