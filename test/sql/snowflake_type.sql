@@ -67,6 +67,9 @@ SELECT to_json(id) AS snowflake, to_json(big) AS bigint, to_json(dom) AS domain
 -- another ID: 2^53 + 1 reads as 2^53.
 SELECT (to_json(big)::text)::float8::bigint AS read_as_a_double
   FROM accounts WHERE name = 'first';
+-- Under the default layout every ID issued since 2025-01-25 is above
+-- 2^53.
+SELECT snowflake_timestamp(9007199254740992) AS two_to_the_53;
 SELECT to_jsonb(id) AS snowflake, to_jsonb(big) AS bigint, to_jsonb(dom) AS domain,
        jsonb_typeof(to_jsonb(id)) AS snowflake_type, jsonb_typeof(to_jsonb(big)) AS bigint_type,
        jsonb_typeof(to_jsonb(dom)) AS domain_type
@@ -177,6 +180,7 @@ SELECT note FROM orders WHERE id IN (43, 9007199254740994) ORDER BY id;
 SELECT pg_typeof(COALESCE(id, 0)) AS coalesce_0,
        pg_typeof(CASE WHEN id > 0 THEN id ELSE 0 END) AS case_0,
        pg_typeof(COALESCE(id, 0::bigint)) AS coalesce_bigint,
+       pg_typeof(COALESCE(0::bigint, id)) AS bigint_coalesce,
        pg_typeof(id + 1) AS plus,
        pg_typeof(id - id) AS minus,
        pg_typeof(id >> 22) AS shift,
@@ -191,6 +195,8 @@ SELECT DISTINCT pg_typeof(v) AS union_with_integer
   FROM (SELECT id FROM orders UNION ALL SELECT 1) AS u(v);
 SELECT DISTINCT pg_typeof(v) AS union_with_bigint
   FROM (SELECT id FROM orders UNION ALL SELECT 1::bigint) AS u(v);
+SELECT DISTINCT pg_typeof(v) AS bigint_union
+  FROM (SELECT 1::bigint UNION ALL SELECT id FROM orders) AS u(v);
 SELECT max(id) AS max_id, to_json(max(id)) AS max_as_json, to_json(max(id)::snowflake) AS cast_back
   FROM orders;
 SELECT to_json(9007199254740993 + 0) AS arithmetic, to_json((9007199254740993 + 0)::snowflake) AS cast_back;
@@ -228,6 +234,8 @@ SELECT '-9223372036854775808'::snowflake AS smallest, '  +17 '::snowflake AS spa
 SELECT snowflake_timestamp('-1'::snowflake);
 \echo :LAST_ERROR_SQLSTATE
 SELECT snowflake_timestamp('-1'::bigint);
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_decode('-1'::snowflake);
 \echo :LAST_ERROR_SQLSTATE
 
 -- Binary: the send function's bytes are int8send()'s, and a binary COPY of
@@ -272,10 +280,11 @@ CREATE INDEX lines_event_id ON lines (event_id);
 ANALYZE events, lines;
 SET max_parallel_workers_per_gather = 0;
 
--- The primary key's index is a B-tree with bigint's operator class, and a
--- BRIN index takes bigint's too.
-CREATE TABLE brin_ids (id snowflake);
-CREATE INDEX brin_ids_id ON brin_ids USING brin (id);
+-- The primary key's index is a B-tree with bigint's operator class, and
+-- hash and BRIN indexes take bigint's too.
+CREATE TABLE more_ids (id snowflake);
+CREATE INDEX more_ids_brin ON more_ids USING brin (id);
+CREATE INDEX more_ids_hash ON more_ids USING hash (id);
 SELECT c.relname AS index, am.amname AS method, opc.opcname AS operator_class,
        opf.opfname AS family, opc.opcintype::regtype AS class_type,
        format_type(a.atttypid, NULL) AS column_type
@@ -285,7 +294,7 @@ SELECT c.relname AS index, am.amname AS method, opc.opcname AS operator_class,
   JOIN pg_opfamily AS opf ON opf.oid = opc.opcfamily
   JOIN pg_am AS am ON am.oid = opc.opcmethod
   JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
- WHERE i.indrelid IN ('events'::regclass, 'lines'::regclass, 'brin_ids'::regclass)
+ WHERE i.indrelid IN ('events'::regclass, 'lines'::regclass, 'more_ids'::regclass)
  ORDER BY 1;
 
 -- =, a range, an IN list, each with an integer, a quoted literal or a
@@ -472,3 +481,19 @@ RESET search_path;
 SET client_min_messages = warning;
 DROP SCHEMA type_test CASCADE;
 RESET client_min_messages;
+
+-- A table (or type) named snowflake in the schema the extension goes into
+-- holds the type's name, so CREATE EXTENSION stops (42710); renamed, it is
+-- in the way of nothing.
+CREATE DATABASE regress_snowflake_type_name;
+\c regress_snowflake_type_name
+CREATE TABLE snowflake (id bigint);
+SET client_min_messages = warning;
+CREATE EXTENSION snowflake;
+\echo :LAST_ERROR_SQLSTATE
+ALTER TABLE snowflake RENAME TO snowflake_rows;
+CREATE EXTENSION snowflake;
+RESET client_min_messages;
+SELECT to_json(9007199254740993::snowflake) AS created;
+\c contrib_regression
+DROP DATABASE regress_snowflake_type_name;
