@@ -34,7 +34,7 @@ SELECT castsource::regtype AS source, casttarget::regtype AS target,
        castfunc::regprocedure AS function, castcontext AS context, castmethod AS method
   FROM pg_cast
  WHERE 'snowflake'::regtype IN (castsource, casttarget)
- ORDER BY 1::text, 2::text;
+ ORDER BY castsource::regtype::text, casttarget::regtype::text;
 
 --
 -- JSON
@@ -432,7 +432,7 @@ EXPLAIN (COSTS OFF) SELECT * FROM buckets WHERE id = 9007199254740993;
 SELECT p.oid::regprocedure AS function
   FROM pg_proc AS p
  WHERE 'snowflake'::regtype = ANY (p.proargtypes)
- ORDER BY 1::text;
+ ORDER BY p.oid::regprocedure::text;
 SELECT p.oid::regprocedure AS function, p.provolatile, p.proparallel, p.proisstrict,
        p.prosupport
   FROM pg_proc AS p
@@ -442,7 +442,7 @@ SELECT p.oid::regprocedure AS function, p.provolatile, p.proparallel, p.proisstr
  WHERE p.proname IN ('snowflake_decode', 'snowflake_timestamp', 'snowflake_timestamp_lt',
                      'snowflake_timestamp_le', 'snowflake_timestamp_eq',
                      'snowflake_timestamp_ge', 'snowflake_timestamp_gt')
- ORDER BY 1::text;
+ ORDER BY p.oid::regprocedure::text;
 -- The call resolves to the bigint function (EXPLAIN VERBOSE names it).
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT snowflake_timestamp(id), (snowflake_decode(id)).node_id FROM events WHERE payload = 0;
