@@ -131,6 +131,9 @@ SELECT r.id, r.id = a.id AS same
   FROM accounts AS a,
        jsonb_populate_record(NULL::accounts, jsonb_build_object('id', a.id)) AS r
  ORDER BY a.id;
+-- From JSON numbers, as an API client that sends numbers would.
+SELECT r.id FROM json_populate_record(NULL::accounts, '{"id": 9223372036854775807}') AS r;
+SELECT r.id FROM jsonb_populate_record(NULL::accounts, '{"id": 9007199254740993}') AS r;
 SELECT id, pg_typeof(id) FROM json_to_record('{"id": "9007199254740993"}') AS r(id snowflake);
 SELECT id, pg_typeof(id) FROM json_to_record('{"id": 9007199254740993}') AS r(id snowflake);
 SELECT id FROM jsonb_to_record('{"id": "9223372036854775807"}') AS r(id snowflake);
@@ -367,17 +370,27 @@ DELETE FROM events WHERE payload = 7;
 INSERT INTO lines VALUES (-1, (SELECT min(id) FROM events), (SELECT min(id) FROM events));
 SELECT line_id, event_id = event_big AS same_event FROM lines WHERE line_id = -1;
 
--- A table partitioned by range on a snowflake key: rows routed by the
--- bounds (bigint values, assigned), and pruning for a range and for the
--- timestamp rewrite.
+-- A table partitioned by range on a snowflake key, a partition a day for
+-- 2026-04-01 to 2026-04-03: rows routed by the bounds (bigint values,
+-- assigned), and pruning for a range and for the timestamp rewrite.
 CREATE TABLE days (id snowflake PRIMARY KEY, payload integer NOT NULL)
     PARTITION BY RANGE (id);
-CREATE TABLE days_0401 PARTITION OF days
-    FOR VALUES FROM (snowflake_min_id('2026-04-01')) TO (snowflake_min_id('2026-04-02'));
-CREATE TABLE days_0402 PARTITION OF days
-    FOR VALUES FROM (snowflake_min_id('2026-04-02')) TO (snowflake_min_id('2026-04-03'));
-CREATE TABLE days_0403 PARTITION OF days
-    FOR VALUES FROM (snowflake_min_id('2026-04-03')) TO (snowflake_min_id('2026-04-04'));
+DO $$
+BEGIN
+    FOR d IN 1..3 LOOP
+        EXECUTE format('CREATE TABLE days_04%s PARTITION OF days FOR VALUES FROM (%s) TO (%s)',
+                       to_char(d, 'FM00'),
+                       snowflake_min_id(make_timestamptz(2026, 4, d, 0, 0, 0, 'UTC')),
+                       snowflake_min_id(make_timestamptz(2026, 4, d + 1, 0, 0, 0, 'UTC')));
+    END LOOP;
+END
+$$;
+SELECT c.relname, pg_get_expr(c.relpartbound, c.oid) = format('FOR VALUES FROM (''%s'') TO (''%s'')',
+           snowflake_min_id(b), snowflake_min_id(b + interval '1 day')) AS one_day
+  FROM pg_class AS c,
+       LATERAL (VALUES (make_timestamptz(2026, 4, right(c.relname, 2)::integer, 0, 0, 0, 'UTC'))) AS v(b)
+ WHERE c.relname LIKE 'days\_04%' AND c.relkind = 'r'
+ ORDER BY c.relname;
 INSERT INTO days
 SELECT id, payload FROM events
  WHERE id >= snowflake_min_id('2026-04-01') AND id < snowflake_min_id('2026-04-04');
