@@ -17,9 +17,9 @@ SET TimeZone = 'UTC';
 CREATE SCHEMA type_test;
 SET search_path = type_test, public;
 
--- The type: bigint's storage and its own input, output, send and receive
--- functions, under names of its own; numeric category, so that it mixes
--- with integers in COALESCE, CASE and UNION.
+-- The type: bigint's storage, and bigint's input, output, send and
+-- receive functions under names of its own; numeric category, so that it
+-- mixes with integers in COALESCE, CASE and UNION.
 SELECT t.typname, t.typlen, t.typbyval, t.typalign, t.typstorage, t.typcategory,
        t.typispreferred, i.prosrc AS input, o.prosrc AS output,
        r.prosrc AS receive, s.prosrc AS send, t.typarray::regtype AS array_type
@@ -202,7 +202,8 @@ SELECT DISTINCT pg_typeof(v) AS bigint_union
   FROM (SELECT 1::bigint UNION ALL SELECT id FROM orders) AS u(v);
 SELECT max(id) AS max_id, to_json(max(id)) AS max_as_json, to_json(max(id)::snowflake) AS cast_back
   FROM orders;
-SELECT to_json(9007199254740993 + 0) AS arithmetic, to_json((9007199254740993 + 0)::snowflake) AS cast_back;
+SELECT to_json(9007199254740993::snowflake + 0) AS arithmetic,
+       to_json((9007199254740993::snowflake + 0)::snowflake) AS cast_back;
 -- Explicit: to bigint, to text and back, and to timestamptz (the ID's
 -- time, as snowflake_timestamp()).  To other numeric types through bigint.
 SELECT id::bigint AS big, id::text AS text, id::text::snowflake = id AS text_back,
@@ -223,6 +224,7 @@ SELECT takes_snowflake(42);
 SELECT takes_snowflake(9007199254740993::snowflake);
 SELECT takes_snowflake(9007199254740993::bigint);
 \echo :LAST_ERROR_SQLSTATE
+DROP FUNCTION takes_snowflake(snowflake);
 -- Input: bigint's function, with its messages and SQLSTATEs; bigint's
 -- whole range, negatives included, as the casts to and from bigint are
 -- binary coercions.
