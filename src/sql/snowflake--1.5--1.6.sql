@@ -76,8 +76,9 @@ COMMENT ON TYPE @extschema@.snowflake IS
 
 -- snowflake to bigint is implicit, so that every operator, operator class
 -- and function of bigint applies; bigint to snowflake only on assignment
--- (DEFAULT snowflake_nextval(), INSERT, UPDATE), since implicit casts both
--- ways would make id = 123 ambiguous.  An integer literal becomes a
+-- (DEFAULT snowflake_nextval(), INSERT, UPDATE): with implicit casts both
+-- ways, an expression mixing the two would take the type of whichever
+-- comes first.  An integer literal becomes a
 -- snowflake implicitly, so that COALESCE(id, 0) stays a snowflake.
 CREATE CAST (@extschema@.snowflake AS bigint) WITHOUT FUNCTION AS IMPLICIT;
 
