@@ -96,6 +96,24 @@ SELECT array_agg(t ORDER BY t COLLATE "C") = array_agg(t ORDER BY id) AS base62_
   FROM (SELECT id, snowflake_to_text(id, 'base62') AS t
           FROM unnest(ARRAY[9, 10, 35, 36, 61, 62, 3843, 3844]::bigint[]) AS id) AS s;
 
+-- IMMUTABLE: folded when the arguments are constants, and usable in a
+-- generated column and an expression index.
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT snowflake_from_text('00fFgnDxSe9', 'base62'), snowflake_to_text(9007199254740993, 'crockford');
+CREATE TEMP TABLE forms_keyed (
+    id snowflake PRIMARY KEY,
+    code text GENERATED ALWAYS AS (snowflake_to_text(id, 'base62')) STORED);
+CREATE INDEX forms_keyed_crockford ON forms_keyed (snowflake_to_text(id, 'crockford'));
+INSERT INTO forms_keyed (id) VALUES (9007199254740993), (0), (9223372036854775807);
+SELECT id, code FROM forms_keyed ORDER BY code COLLATE "C";
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF)
+SELECT id FROM forms_keyed WHERE snowflake_to_text(id, 'crockford') = '0080000000001';
+SELECT id FROM forms_keyed WHERE snowflake_to_text(id, 'crockford') = '0080000000001';
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+
 -- Refusals.
 -- A character that is none of the form's: 22P02, naming it, its position
 -- (1-based) and the format.
