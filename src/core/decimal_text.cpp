@@ -2,7 +2,7 @@
  * decimal_text.cpp
  *	  Reading a snowflake's decimal text (decimal_text.hpp).
  */
-#include "core/decimal_text.hpp"
+#include "decimal_text.hpp"
 
 namespace snowflake {
 namespace {

@@ -251,6 +251,28 @@ CREATE CAST (integer AS snowflake) WITH FUNCTION snowflake(integer) AS IMPLICIT;
 
 CREATE CAST (snowflake AS timestamptz) WITH FUNCTION snowflake_timestamp(bigint);
 
+-- Compact text forms of an ID, for URLs and logs: base32hex (RFC 4648's
+-- alphabet 0-9A-V), crockford (Crockford's base32) and base62 (0-9A-Za-z),
+-- written at a fixed width (13, 13 and 11 characters), zero-padded, so
+-- that under the C collation the text sorts as the IDs do; and decimal,
+-- the type's own text.  Reading is strict: the full width, no sign, no
+-- separator.  The forms are src/core/text_forms.hpp; docs/reference.md.
+CREATE FUNCTION snowflake_to_text(id bigint, format text)
+RETURNS text
+AS 'MODULE_PATHNAME', 'snowflake_to_text'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_to_text(bigint, text) IS
+    'Writes a snowflake ID in a text form: base32hex, crockford or base62 (fixed width, sorting as the IDs do under the C collation), or decimal';
+
+CREATE FUNCTION snowflake_from_text(input text, format text)
+RETURNS snowflake
+AS 'MODULE_PATHNAME', 'snowflake_from_text'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_from_text(text, text) IS
+    'Reads a snowflake ID in a text form of snowflake_to_text(): base32hex, crockford, base62 or decimal';
+
 --
 -- Comparisons of an ID's timestamp, served by indexes on the ID
 --
