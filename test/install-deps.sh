@@ -29,6 +29,7 @@ packages=(
 	postgresql-15-auto-failover # pg_auto_failover 2.0 and pg_autoctl, for 037_pg_auto_failover.pl
 	pgbouncer                 # 036_pgbouncer.pl starts its own, in transaction mode
 	sqlsmith                  # the fuzz tier's random queries (test/fuzz/run.sh)
+	prometheus-postgres-exporter # postgres_exporter 0.11, which 056_metrics_exporter.pl runs
 	# The clients tier (test/clients/):
 	python3-psycopg           # psycopg 3
 	python3-psycopg2          # the driver SQLAlchemy 1.4 and Django 3.2 use

@@ -94,3 +94,46 @@ COMMENT ON FUNCTION @extschema@.snowflake(integer) IS
 CREATE CAST (integer AS @extschema@.snowflake) WITH FUNCTION @extschema@.snowflake(integer) AS IMPLICIT;
 
 CREATE CAST (@extschema@.snowflake AS timestamptz) WITH FUNCTION @extschema@.snowflake_timestamp(bigint);
+
+--
+-- Monitoring
+--
+
+-- snowflake_status() adds, at the end, what the queries file for
+-- postgres_exporter (contrib/postgres_exporter/) needs beyond the old
+-- columns: how far the reservation runs ahead of the clock, and the
+-- layout's horizon, when its timestamp bits run out.  New output columns
+-- need a new function; nothing in the extension depends on the old one.
+DROP FUNCTION @extschema@.snowflake_status();
+
+CREATE FUNCTION @extschema@.snowflake_status(OUT epoch timestamptz,
+                                             OUT timestamp_bits integer,
+                                             OUT node_bits integer,
+                                             OUT worker_bits integer,
+                                             OUT sequence_bits integer,
+                                             OUT node_id integer,
+                                             OUT max_drift_ms integer,
+                                             OUT slots_total integer,
+                                             OUT slots_used integer,
+                                             OUT ids_issued bigint,
+                                             OUT overflow_waits bigint,
+                                             OUT drift_ms bigint,
+                                             OUT reserved_until timestamptz,
+                                             OUT reservations bigint,
+                                             OUT clock_steps_back bigint,
+                                             OUT largest_step_back_ms bigint,
+                                             OUT instance_id uuid,
+                                             OUT node_collision boolean,
+                                             OUT sessions_attached integer,
+                                             OUT slots_shared integer,
+                                             OUT registry_last_round timestamptz,
+                                             OUT registry_problem text,
+                                             OUT reserved_ahead_ms bigint,
+                                             OUT horizon timestamptz,
+                                             OUT horizon_seconds bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'snowflake_status'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+
+COMMENT ON FUNCTION @extschema@.snowflake_status() IS
+    'Reports the layout and its horizon, worker slots and their sessions, the reservation, clock steps and the node registry';
