@@ -147,7 +147,7 @@ sub scrape
 			$value{$name} = $number;
 		}
 	}
-	return { value => \%value, type => \%type };
+	return { value => \%value, type => \%type, text => $response->{content} };
 }
 
 # The value of metric $name (":state" for a lease count) in a new scrape.
@@ -200,6 +200,10 @@ for my $name (sort keys %types)
 	is($first->{type}{$name}, $types{$name}, "$name is a $types{$name}");
 }
 is($first->{value}{pg_up}, 1, 'the exporter reaches the server');
+like(
+	$first->{text},
+	qr/^snowflake_leases_count\{server="[^"]+",state="held"\} 0$/m,
+	'each metric has the label server, the lease counts also state');
 for my $state (qw(held disconnected expired released))
 {
 	is($first->{value}{"snowflake_leases_count:$state"}, 0, "no lease is $state yet");
