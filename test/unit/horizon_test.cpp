@@ -15,22 +15,10 @@ namespace {
 /* 2025-01-01 00:00:00 UTC, the default epoch. */
 constexpr int64_t kEpoch2025Ms = INT64_C(1735689600000);
 
-Layout
-MakeLayout(int64_t epoch_ms, int node_bits, int worker_bits, int sequence_bits)
-{
-	Layout layout;
-
-	layout.epoch_ms = epoch_ms;
-	layout.node_bits = node_bits;
-	layout.worker_bits = worker_bits;
-	layout.sequence_bits = sequence_bits;
-	return layout;
-}
-
 TEST(Horizon, DefaultLayoutEndsIn2094)
 {
 	/* 41 timestamp bits: 2^41 ms after 2025-01-01 is 2094-09-07 15:47:35.552. */
-	Layout layout = MakeLayout(kEpoch2025Ms, 3, 7, 12);
+	const Layout layout{kEpoch2025Ms, 3, 7, 12};
 
 	EXPECT_EQ(HorizonUnixMs(layout), kEpoch2025Ms + (INT64_C(1) << 41));
 	EXPECT_EQ(HorizonUnixMs(layout), INT64_C(3934712855552));
@@ -40,7 +28,7 @@ TEST(Horizon, DefaultLayoutEndsIn2094)
 TEST(Horizon, NarrowestLayoutLastsAboutTwentyFiveDays)
 {
 	/* 31 timestamp bits, the fewest the settings allow: 2^31 ms. */
-	Layout layout = MakeLayout(kEpoch2025Ms, 15, 16, 1);
+	const Layout layout{kEpoch2025Ms, 15, 16, 1};
 
 	ASSERT_EQ(layout.TimestampBits(), 31);
 	EXPECT_EQ(MsUntilHorizon(layout, kEpoch2025Ms), INT64_C(2147483648));
@@ -49,7 +37,7 @@ TEST(Horizon, NarrowestLayoutLastsAboutTwentyFiveDays)
 TEST(Horizon, WidestLayoutDoesNotOverflow)
 {
 	/* 62 timestamp bits (one sequence bit): about 146 million years. */
-	Layout layout = MakeLayout(kEpoch2025Ms, 0, 0, 1);
+	const Layout layout{kEpoch2025Ms, 0, 0, 1};
 
 	ASSERT_EQ(layout.TimestampBits(), 62);
 	EXPECT_EQ(HorizonUnixMs(layout), kEpoch2025Ms + (INT64_C(1) << 62));
@@ -59,7 +47,7 @@ TEST(Horizon, WidestLayoutDoesNotOverflow)
 
 TEST(Horizon, MsUntilHorizonCountsDownToZero)
 {
-	Layout layout = MakeLayout(kEpoch2025Ms, 10, 9, 10); /* 34 bits */
+	const Layout layout{kEpoch2025Ms, 10, 9, 10}; /* 34 bits */
 	int64_t horizon = kEpoch2025Ms + (INT64_C(1) << 34);
 
 	EXPECT_EQ(MsUntilHorizon(layout, kEpoch2025Ms), INT64_C(1) << 34);
@@ -82,7 +70,7 @@ TEST(Horizon, UnixDayFloors)
 
 TEST(HorizonWarning, NotWhileAYearOrMoreIsLeft)
 {
-	Layout layout = MakeLayout(kEpoch2025Ms, 3, 7, 12);
+	const Layout layout{kEpoch2025Ms, 3, 7, 12};
 
 	EXPECT_FALSE(HorizonWarningDue(layout, kEpoch2025Ms, kNeverWarnedDay));
 
@@ -96,7 +84,7 @@ TEST(HorizonWarning, NotWhileAYearOrMoreIsLeft)
 TEST(HorizonWarning, OnceADay)
 {
 	/* 34 bits from 2025-01-01: about 199 days, so a warning from the start. */
-	Layout layout = MakeLayout(kEpoch2025Ms, 10, 9, 10);
+	const Layout layout{kEpoch2025Ms, 10, 9, 10};
 	int64_t noon = kEpoch2025Ms + 10 * kMsPerDay + kMsPerDay / 2;
 	int64_t day = UnixDay(noon);
 
@@ -112,7 +100,7 @@ TEST(HorizonWarning, OnceADay)
 
 TEST(HorizonWarning, StillDueOnceTheHorizonHasPassed)
 {
-	Layout layout = MakeLayout(kEpoch2025Ms, 10, 9, 10);
+	const Layout layout{kEpoch2025Ms, 10, 9, 10};
 	int64_t after = HorizonUnixMs(layout) + kMsPerDay;
 
 	EXPECT_TRUE(HorizonWarningDue(layout, after, UnixDay(after) - 1));
