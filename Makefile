@@ -114,7 +114,7 @@ CORE_SRCS = $(CORE_OBJS:.o=.cpp)
 UNITTEST_CXXFLAGS = -std=c++17 -g $(WARNINGS) $(CORE_CPPFLAGS)
 CORE_TESTS = test/unit/core_test.cpp test/unit/lease_rules_test.cpp test/unit/time_range_test.cpp \
 	test/unit/holder_text_test.cpp test/unit/extension_version_test.cpp \
-	test/unit/decimal_text_test.cpp test/unit/text_forms_test.cpp
+	test/unit/decimal_text_test.cpp test/unit/text_forms_test.cpp test/unit/horizon_test.cpp
 test/unit/core_test: $(CORE_TESTS) $(CORE_SRCS) src/core/*.hpp
 	$(CXX) $(UNITTEST_CXXFLAGS) -O1 -o $@ $(CORE_TESTS) $(CORE_SRCS) \
 		-lgtest -lgtest_main -pthread

@@ -1,4 +1,4 @@
-/* snowflake--1.5--1.6.sql: the snowflake type */
+/* snowflake--1.5--1.6.sql: the snowflake type, its compact text forms, and the horizon in snowflake_status() */
 
 \echo Use "ALTER EXTENSION snowflake UPDATE TO '1.6'" to load this file. \quit
 
@@ -117,3 +117,46 @@ LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 COMMENT ON FUNCTION @extschema@.snowflake_from_text(text, text) IS
     'Reads a snowflake ID in a text form of snowflake_to_text(): base32hex, crockford, base62 or decimal';
+
+--
+-- Monitoring
+--
+
+-- snowflake_status() adds, at the end, what the queries file for
+-- postgres_exporter (monitoring/postgres_exporter/) needs beyond the old
+-- columns: how far the reservation runs ahead of the clock, and the
+-- layout's horizon, when its timestamp bits run out.  New output columns
+-- need a new function; nothing in the extension depends on the old one.
+DROP FUNCTION @extschema@.snowflake_status();
+
+CREATE FUNCTION @extschema@.snowflake_status(OUT epoch timestamptz,
+                                             OUT timestamp_bits integer,
+                                             OUT node_bits integer,
+                                             OUT worker_bits integer,
+                                             OUT sequence_bits integer,
+                                             OUT node_id integer,
+                                             OUT max_drift_ms integer,
+                                             OUT slots_total integer,
+                                             OUT slots_used integer,
+                                             OUT ids_issued bigint,
+                                             OUT overflow_waits bigint,
+                                             OUT drift_ms bigint,
+                                             OUT reserved_until timestamptz,
+                                             OUT reservations bigint,
+                                             OUT clock_steps_back bigint,
+                                             OUT largest_step_back_ms bigint,
+                                             OUT instance_id uuid,
+                                             OUT node_collision boolean,
+                                             OUT sessions_attached integer,
+                                             OUT slots_shared integer,
+                                             OUT registry_last_round timestamptz,
+                                             OUT registry_problem text,
+                                             OUT reserved_ahead_ms bigint,
+                                             OUT horizon timestamptz,
+                                             OUT horizon_seconds bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'snowflake_status'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+
+COMMENT ON FUNCTION @extschema@.snowflake_status() IS
+    'Reports the layout and its horizon, worker slots and their sessions, the reservation, clock steps and the node registry';

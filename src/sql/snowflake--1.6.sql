@@ -382,13 +382,16 @@ CREATE FUNCTION snowflake_status(OUT epoch timestamptz,
                                  OUT sessions_attached integer,
                                  OUT slots_shared integer,
                                  OUT registry_last_round timestamptz,
-                                 OUT registry_problem text)
+                                 OUT registry_problem text,
+                                 OUT reserved_ahead_ms bigint,
+                                 OUT horizon timestamptz,
+                                 OUT horizon_seconds bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'snowflake_status'
 LANGUAGE C VOLATILE PARALLEL SAFE;
 
 COMMENT ON FUNCTION snowflake_status() IS
-    'Reports the layout, worker slots and their sessions, the reservation, clock steps and the node registry';
+    'Reports the layout and its horizon, worker slots and their sessions, the reservation, clock steps and the node registry';
 
 CREATE FUNCTION snowflake_worker_slots(OUT worker_id integer,
                                        OUT pid integer,
