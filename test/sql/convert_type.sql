@@ -78,9 +78,17 @@ SELECT * FROM columns_now
 SELECT count(*) AS id_statistics FROM pg_stats
  WHERE schemaname = 'convert_type_test' AND tablename = 'parent' AND attname = 'id';
 
--- A conversion that rolls back leaves everything as it was.
+-- A conversion holds ACCESS EXCLUSIVE locks on the tables it changes and
+-- on those whose foreign keys reference them (audit: PostgreSQL rebuilds
+-- its foreign key) until the transaction ends; one that rolls back leaves
+-- everything as it was.
 BEGIN;
 SELECT count(*) AS columns FROM snowflake_convert_type('parent', 'id');
+SELECT c.relname, l.mode
+  FROM pg_locks AS l JOIN pg_class AS c ON c.oid = l.relation
+ WHERE l.pid = pg_backend_pid() AND l.locktype = 'relation'
+   AND c.relname IN ('parent', 'child', 'grandchild', 'audit') AND l.mode = 'AccessExclusiveLock'
+ ORDER BY 1, 2;
 ROLLBACK;
 SELECT * FROM columns_now WHERE relname = 'parent' AND attname = 'id';
 
@@ -252,6 +260,20 @@ SELECT * FROM snowflake_convert_type('legacy', 'label');
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM snowflake_convert_type('legacy', 'ident');
 \echo :LAST_ERROR_SQLSTATE
+
+-- A serial key takes two steps: snowflake_convert_column() makes it and
+-- its references bigint DEFAULT snowflake_nextval(), then the type.
+CREATE TABLE tickets (id serial PRIMARY KEY);
+CREATE TABLE ticket_notes (ticket_id integer REFERENCES tickets);
+INSERT INTO tickets DEFAULT VALUES;
+INSERT INTO ticket_notes VALUES (1);
+SELECT * FROM snowflake_convert_type('tickets', 'id');
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) AS columns FROM snowflake_convert_column('tickets', 'id');
+SELECT * FROM snowflake_convert_type('tickets', 'id');
+SELECT * FROM columns_now WHERE relname LIKE 'ticket%' ORDER BY 1, 2;
+INSERT INTO tickets DEFAULT VALUES RETURNING id > 1 AS snowflake_id, pg_typeof(id) AS type;
+DROP TABLE ticket_notes, tickets;
 
 -- Only at READ COMMITTED.
 BEGIN ISOLATION LEVEL REPEATABLE READ;
