@@ -102,8 +102,9 @@ CREATE CAST (@extschema@.snowflake AS timestamptz) WITH FUNCTION @extschema@.sno
 -- Converts a bigint column, and every column that references it through a
 -- foreign key, directly or through further foreign keys, to the type
 -- snowflake.  The casts between the two are binary coercions, so no table
--- is rewritten and no index on the plain columns is rebuilt; values,
--- defaults and foreign keys stay.  Columns that are snowflake already are
+-- is rewritten; values, defaults, foreign keys and indexes stay (PostgreSQL
+-- builds again only the indexes of partitions and those with an expression
+-- or a WHERE clause that uses a converted column).  Columns that are snowflake already are
 -- reported and left alone.  Everything is checked before anything changes,
 -- and everything happens in the caller's transaction.
 --
@@ -473,9 +474,9 @@ BEGIN
     END LOOP;
 
     -- The changes: one ALTER TABLE per table, the key's table first.  No
-    -- row is rewritten; indexes with an expression or a WHERE clause that
-    -- uses a converted column are rebuilt, and CHECK constraints that use
-    -- one are checked again.
+    -- row is rewritten; the indexes of partitions, and those with an
+    -- expression or a WHERE clause that uses a converted column, are built
+    -- again, and CHECK constraints that use one are checked again.
     FOR ref IN
         SELECT u.relid
           FROM unnest(w_rel) WITH ORDINALITY AS u(relid, n)
