@@ -42,9 +42,9 @@ DATA_built = $(OLD_VERSION_SCRIPTS)
 DATA = $(CURRENT_SCRIPT) $(UPGRADE_CHAIN)
 EXTRA_CLEAN = test/unit/core_test test/unit/core_test_sanitize fence_probe.log $(OBJS:.o=.d) output_iso_one_slot/ tmp_check_iso_one_slot/
 
-REGRESS = api decode errors status install_versions leases lease_calls convert privileges time_bounds batch \
-	workers_visibility planner snowflake_type snowflake_type_sqljson replication parallel_workers \
-	text_forms
+REGRESS = api decode errors status install_versions leases lease_calls convert convert_type privileges \
+	time_bounds batch workers_visibility planner snowflake_type snowflake_type_sqljson replication \
+	parallel_workers text_forms
 # Inputs under test/: test/sql, test/specs and test/expected.
 REGRESS_OPTS = --inputdir=test --temp-instance=tmp_check_regress --temp-config=test/conf/regress.conf
 ISOLATION = slot_claims interleaved_nextval lease_no_blocking

@@ -46,8 +46,8 @@ SELECT extversion = (SELECT default_version FROM pg_available_extensions
   FROM pg_extension WHERE extname = 'snowflake';
 
 -- No function of the extension runs with rights other than its caller's,
--- and only snowflake_convert_column() and snowflake_publication_tables() pin
--- their search_path.
+-- and only snowflake_convert_column(), snowflake_convert_type() and
+-- snowflake_publication_tables() pin their search_path.
 SELECT p.proname, p.prosecdef, p.proconfig
   FROM pg_proc AS p
        JOIN pg_depend AS d

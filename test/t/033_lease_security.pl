@@ -402,17 +402,18 @@ is( su_psql(
 		$node, "SELECT count(*) FILTER (WHERE p.prosecdef) || '|' || (count(*) > 10) $extension_functions"),
 	'0|true',
 	'no SECURITY DEFINER: no function of the extension is SECURITY DEFINER');
-# snowflake_convert_column() (1.2) and snowflake_publication_tables() (1.5),
-# both SECURITY INVOKER, keep only pg_catalog on their path; no other
-# function has a SET clause.
+# snowflake_convert_column() (1.2), snowflake_publication_tables() (1.5) and
+# snowflake_convert_type() (1.6), all SECURITY INVOKER, keep only pg_catalog
+# on their path; no other function has a SET clause.
 is( su_psql(
 		$node, "SELECT coalesce(string_agg(p.oid::regprocedure || ' ' || p.proconfig::text, ', '), '')
 		        $extension_functions
 		  WHERE p.proconfig IS NOT NULL
-		    AND NOT (p.proname IN ('snowflake_convert_column', 'snowflake_publication_tables')
+		    AND NOT (p.proname IN ('snowflake_convert_column', 'snowflake_publication_tables',
+		                           'snowflake_convert_type')
 		             AND p.proconfig = '{\"search_path=pg_catalog, pg_temp\"}')"),
 	'',
-	'no SECURITY DEFINER: no function of the extension has a SET clause (but two safe paths)');
+	'no SECURITY DEFINER: no function of the extension has a SET clause (but three safe paths)');
 
 # --- one lease per (snowflake_lease_worker(...)).* -----------------------------
 
