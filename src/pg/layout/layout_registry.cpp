@@ -80,6 +80,7 @@ int			history_len = 0;
 Standing	standing = Standing::kUnrecorded;
 int64		successor_first_id = 0;
 LocalTransactionId history_lxid = InvalidLocalTransactionId;
+Oid			history_table = InvalidOid; /* the table the history was read from */
 bool		recorded_in_transaction = false;
 bool		callbacks_registered = false;
 
@@ -277,6 +278,7 @@ LoadHistory(Oid fn_oid)
 	while (NextExtensionTableRow(&scan, row))
 		AddHistoryRow(row, recorded_at, &len);
 	EndExtensionTableScan(&scan);
+	history_table = RelationGetRelid(table.rel);
 	CloseExtensionTable(&table);
 	history_len = len;
 
@@ -401,6 +403,14 @@ EnsureRunningLayoutRecorded(Oid fn_oid)
 							 "\"Changing the layout\" in the snowflake documentation.")));
 	}
 	g_layout_confirmed = true;
+}
+
+Oid
+CommittedLayoutTable(void)
+{
+	if (!g_layout_confirmed || standing != Standing::kRecorded || recorded_in_transaction)
+		return InvalidOid;
+	return history_table;
 }
 
 const snowflake::Layout &

@@ -39,6 +39,13 @@ extern bool g_layout_confirmed;
 void		EnsureRunningLayoutRecorded(Oid fn_oid);
 
 /*
+ * The snowflake_layout in which EnsureRunningLayoutRecorded() last found
+ * the running layout, if a committed transaction recorded it there (not
+ * the current one, which may still roll back); else InvalidOid.
+ */
+Oid			CommittedLayoutTable(void);
+
+/*
  * The layout an ID was made with: the history as of this transaction, plus
  * the running layout when it is a provable, not yet recorded successor.
  */
