@@ -16,6 +16,7 @@ extern "C"
 {
 #include "postgres.h"
 
+#include "access/transam.h"		/* TransactionIdIsValid */
 #include "access/xact.h"        /* transaction callbacks, XactReadOnly */
 #include "access/xlog.h"		/* RecoveryInProgress */
 #include "catalog/dependency.h" /* getExtensionOfObject */
@@ -408,7 +409,12 @@ EnsureRunningLayoutRecorded(Oid fn_oid)
 Oid
 CommittedLayoutTable(void)
 {
-	if (!g_layout_confirmed || standing != Standing::kRecorded || recorded_in_transaction)
+	/*
+	 * A transaction that wrote anything (CREATE EXTENSION, a row put in by
+	 * hand) may have made the history it read, and may still roll back.
+	 */
+	if (!g_layout_confirmed || standing != Standing::kRecorded || recorded_in_transaction ||
+		TransactionIdIsValid(GetTopTransactionIdIfAny()))
 		return InvalidOid;
 	return history_table;
 }

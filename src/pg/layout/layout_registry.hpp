@@ -40,8 +40,9 @@ void		EnsureRunningLayoutRecorded(Oid fn_oid);
 
 /*
  * The snowflake_layout in which EnsureRunningLayoutRecorded() last found
- * the running layout, if a committed transaction recorded it there (not
- * the current one, which may still roll back); else InvalidOid.
+ * the running layout, if a committed transaction recorded it there and the
+ * current one, which may still roll back, has written nothing; else
+ * InvalidOid.
  */
 Oid			CommittedLayoutTable(void);
 

@@ -9,7 +9,8 @@
 # shows that the sharing never lets a session skip a check that would fail:
 #   - after DROP and CREATE EXTENSION, the new extension is checked anew: a
 #     conflicting history in it refuses IDs (SQLSTATE 55000);
-#   - a recording that rolled back is not shared: the next session records;
+#   - a recording that rolled back, or a row the session's own transaction
+#     put in and rolled back, is not shared: the next session records;
 #   - each session reads the history as itself: without SELECT on
 #     snowflake_layout, the first ID is refused (42501);
 #   - the timestamp rewrite still serves a new session's first query.
@@ -80,6 +81,15 @@ DELETE FROM snowflake_layout;});
 $node->safe_psql('app', 'BEGIN; SELECT snowflake_nextval(); ROLLBACK;');
 is($node->safe_psql('app', 'SELECT count(*) FROM snowflake_layout'),
 	'0', 'the rolled-back recording left no row');
+# Nor is a history the session's own transaction wrote, then rolled back.
+$node->safe_psql(
+	'app', q{BEGIN;
+INSERT INTO snowflake_layout (first_id, epoch, node_bits, worker_bits, sequence_bits)
+    SELECT 0, epoch, node_bits, worker_bits, sequence_bits FROM snowflake_status();
+SELECT snowflake_nextval();
+ROLLBACK;});
+is($node->safe_psql('app', 'SELECT count(*) FROM snowflake_layout'),
+	'0', 'the row put in by hand rolled back');
 is($node->safe_psql('app', 'SELECT snowflake_nextval() > 0; SELECT count(*) FROM snowflake_layout'),
 	"t\n1", 'the next session records the layout');
 # A session that recorded shares nothing (its transaction could still
