@@ -27,7 +27,9 @@
 #   C  like B, but preloading snowflake_base: the base commit's code, with
 #      its SQL functions created by hand from its install script
 #
-# runs the seven parts, prints the table, then stops and removes the
+#   D  no shared_preload_libraries at all: part 8's baseline
+#
+# runs the eight parts, prints the table, then stops and removes the
 # clusters, the build copies and the copy of PostgreSQL with all that was
 # installed into it.  About 5 minutes.
 #
@@ -41,7 +43,8 @@
 # repository to take the base commit from; default: this tree's),
 # BENCH_TREE_NAME (how the output names this tree; default: git describe),
 # BENCH_CMP_ROUNDS (13), BENCH_CMP_REPS (3), BENCH_STEADY_CALLS (30),
-# BENCH_IDLE_CALLS (3).  Shared code: bench/lib.sh.
+# BENCH_IDLE_CALLS (3), BENCH_CONN_ROUNDS (15), BENCH_CONN_TX (100).
+# Shared code: bench/lib.sh.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -65,6 +68,8 @@ CMP_ROUNDS=${BENCH_CMP_ROUNDS:-13}
 CMP_REPS=${BENCH_CMP_REPS:-3}
 STEADY_CALLS=${BENCH_STEADY_CALLS:-30}
 IDLE_CALLS=${BENCH_IDLE_CALLS:-3}
+CONN_ROUNDS=${BENCH_CONN_ROUNDS:-15}
+CONN_TX=${BENCH_CONN_TX:-100}
 
 # shellcheck source=bench/lib.sh
 . "$top/bench/lib.sh"
@@ -144,6 +149,9 @@ if [ -n "$BASE_COMMIT" ]; then
 	sql "$port_c" -f "$base_dir/install.sql"
 	sql "$port_c" -f "$SNOWFLAKE_WORKDIR/bench/sql/setup.sql"
 fi
+port_d=$(free_port $((port_a + 2)))
+note "starting cluster D (no library preloaded) on port $port_d"
+bench_start D "$port_d" ""
 bit_limit=$(sql "$port_a" -c "SELECT 1 << sequence_bits FROM snowflake_status()")
 drift_b=$(sql "$port_b" -c "SELECT max_drift_ms FROM snowflake_status()")
 drift_a=$(sql "$port_a" -c "SELECT max_drift_ms FROM snowflake_status()")
@@ -417,6 +425,65 @@ lat_max() { lat_col "$1" "$2" | sort -g | tail -1; }
 lat_slow() { lat_col "$1" "$2" | awk '$1 > 500 { n++ } END { print n + 0 }'; }
 lat_res_new=$(lat_col new reservations)
 
+# ---------------------------------------------------------------- part 8
+# A new connection that runs one statement: pgbench -C, one client, each
+# statement CONN_TX connections per round, CONN_ROUNDS rounds, the order of
+# the statements rotating from round to round, so that the machine's load
+# falls on all of them alike.  SELECT 1 on cluster D (nothing preloaded) is
+# the baseline of the preload; the others run on cluster A, where earlier
+# sessions already took IDs, as in any running database; a built-in
+# function (gen_random_uuid(), and on 18 uuidv7()) shows what calling any
+# function costs a new backend.  Microseconds per
+# connection = 1e6 / TPS (pgbench counts the connection in).
+note "part 8: new connections, $CONN_ROUNDS rounds of $CONN_TX per statement (clusters A and D)"
+declare -A conn_sql conn_port
+conn_names=(unpreloaded one snowflake sequence uuid)
+conn_sql[unpreloaded]="SELECT 1;" conn_port[unpreloaded]=$port_d
+conn_sql[one]="SELECT 1;" conn_port[one]=$port_a
+conn_sql[snowflake]="SELECT snowflake_nextval();" conn_port[snowflake]=$port_a
+conn_sql[sequence]="SELECT nextval('bench_seq');" conn_port[sequence]=$port_a
+# A built-in function: what a new backend pays to find and call any function.
+conn_sql[uuid]="SELECT gen_random_uuid();" conn_port[uuid]=$port_a
+if [ "$bench_version" -ge 18 ]; then
+	conn_names+=(uuidv7)
+	conn_sql[uuidv7]="SELECT uuidv7();" conn_port[uuidv7]=$port_a
+fi
+for n in "${conn_names[@]}"; do
+	echo "${conn_sql[$n]}" >"$clusters/conn_$n.sql"
+	chown "$SNOWFLAKE_TEST_USER" "$clusters/conn_$n.sql"
+done
+conn_us() {
+	local out tps
+	out=$(as_tester pgbench -n -C -c 1 -t "$CONN_TX" -f "$clusters/conn_$1.sql" \
+		-h "$clusters" -p "${conn_port[$1]}" bench 2>&1) || true
+	tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' <<<"$out")
+	if [ -z "$tps" ]; then
+		echo "$out" >&2
+		return 1
+	fi
+	calc "1e6 / $tps"
+}
+# round|statement|us per connection
+: >"$clusters/conn.out"
+for ((r = 0; r < CONN_ROUNDS; r++)); do
+	for ((k = 0; k < ${#conn_names[@]}; k++)); do
+		n=${conn_names[$(((k + r) % ${#conn_names[@]}))]}
+		echo "$r|$n|$(conn_us "$n")" >>"$clusters/conn.out"
+	done
+done
+conn_col() { awk -F'|' -v n="$1" '$2 == n { print $3 }' "$clusters/conn.out"; }
+# The rounds' ratios of statement $1 to statement $2.
+conn_ratios() {
+	awk -F'|' -v a="$1" -v b="$2" '{ v[$1 "|" $2] = $3; r[$1] = 1 }
+		END { for (i in r) printf "%.4f\n", v[i "|" a] / v[i "|" b] }' "$clusters/conn.out"
+}
+declare -A conn_med
+for n in "${conn_names[@]}"; do
+	conn_med[$n]=$(conn_col "$n" | median)
+done
+conn_preload=$(conn_ratios one unpreloaded | median)
+conn_first=$(conn_ratios snowflake one | median)
+
 # ---------------------------------------------------------------- report
 status_a=$(sql "$port_a" -c "SELECT ids_issued, overflow_waits, reservations FROM snowflake_status()")
 cpu=$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)
@@ -526,6 +593,19 @@ for v in new base; do
 done
 echo "   reservation records on A during part 7: $lat_res_new"
 
+echo
+echo "8. A new connection running one statement: pgbench -n -C -c 1 -t $CONN_TX, $CONN_ROUNDS rounds,"
+echo "   the statements interleaved, their order rotating; microseconds per connection"
+printf "   %-34s %-18s %12s %18s\n" "statement" "cluster" "median us" "over SELECT 1 (A)"
+for n in "${conn_names[@]}"; do
+	if [ "$n" = unpreloaded ]; then label="D (not preloaded)"; else label="A (preloaded)"; fi
+	printf "   %-34s %-18s %12.0f %18s\n" "${conn_sql[$n]%;}" "$label" "${conn_med[$n]}" \
+		"$(if [ "$n" = one ] || [ "$n" = unpreloaded ]; then echo "-"; else
+			fmt "%+.0f" "$(calc "${conn_med[$n]} - ${conn_med[one]}")"; fi)"
+done
+printf "   ratios, median of the rounds' own: SELECT 1 preloaded / not %.3fx;\n" "$conn_preload"
+printf "   first snowflake_nextval() / SELECT 1 %.3fx\n" "$conn_first"
+
 sf_minus_clock=$(calc "${pc_ns[snowflake_nextval()]} - ${pc_ns[clock_timestamp()]}")
 echo
 echo "Targets"
@@ -549,9 +629,14 @@ printf "   %-44s %-26s %-14s %s\n" "WAL per million IDs, paced (${paced_s%.*} s)
 	"$(fmt "%.0f bytes" "$paced_per_m")" "< 1000 bytes" "$(pass_if "$paced_per_m < 1000")"
 printf "   %-44s %-26s %-14s %s\n" "WAL per million IDs, at the bit limit" \
 	"$(fmt "%.0f bytes" "$sus_per_m")" "< 1000 bytes" "$(pass_if "$sus_per_m < 1000")"
+printf "   %-44s %-26s %-14s %s\n" "new connection: SELECT 1 preloaded / not" \
+	"$(fmt "%.3fx" "$conn_preload")" "<= 1.05x" "$(pass_if "$conn_preload <= 1.05")"
+printf "   %-44s %-26s %-14s %s\n" "new connection: snowflake_nextval() / SELECT 1" \
+	"$(fmt "%.3fx" "$conn_first")" "<= 1.05x" "$(pass_if "$conn_first <= 1.05")"
 echo
 echo "Raw runs: ms, except clock waits, TPS, part 5 (WAL bytes), part 6 (ns per call over"
-echo "the baseline) and part 7 (microseconds); run 0 of parts 1 and 3 is a warm-up and not counted"
+echo "the baseline), part 7 (microseconds) and part 8 (microseconds per connection, by round);"
+echo "run 0 of parts 1 and 3 is a warm-up and not counted"
 for e in "${pc_exprs[@]}"; do
 	printf "   part 1 %-22s %s\n" "$e" "$(awk -F'|' -v e="$e" '$1 == e { printf "%.1f ", $3 }' \
 		"$clusters/percall.out")"
@@ -593,6 +678,9 @@ for v in new base; do
 			printf "   part 7 %-22s %s\n" "$v $k" "$(lat_col "$v" "$k" | awk '{ printf "%.0f ", $1 }')"
 		fi
 	done
+done
+for n in "${conn_names[@]}"; do
+	printf "   part 8 %-22s %s\n" "$n us" "$(conn_col "$n" | awk '{ printf "%.0f ", $1 }')"
 done
 echo "   cluster A at the end: ids_issued|overflow_waits|reservations = $status_a"
 echo "   total time: ${SECONDS}s"

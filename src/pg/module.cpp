@@ -25,6 +25,7 @@ extern "C"
 }
 
 #include "pg/data_directory.hpp"
+#include "pg/layout/confirmed_layouts.hpp"
 #include "pg/layout/history_guard.hpp"
 #include "pg/layout/layout_file.hpp"
 #include "pg/leases/lease_space.hpp"
@@ -134,6 +135,7 @@ _PG_init(void)
 	InstallSharedStateHooks(InitSubsystemState);
 	/* After the shared state: its startup hook runs first, and so loads first. */
 	InstallLeaseTableHooks();
+	InstallConfirmedLayoutsHooks();
 	InstallTimestampRewrite();
 	InstallLayoutHistoryGuard();
 	InstallRegistryRequestHooks();

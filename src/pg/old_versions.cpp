@@ -241,19 +241,21 @@ OutdatedExtensionVersion(void)
 	return version;
 }
 
-void
+bool
 WarnOnceIfExtensionOutdated(void)
 {
 	static bool checked = false;
+	static bool outdated = false;
 
 	if (checked)
-		return;
+		return outdated;
 	checked = true;
 
 	const char *version = OutdatedExtensionVersion();
 
 	if (version == nullptr)
-		return;
+		return false;
+	outdated = true;
 
 	const char *database = get_database_name(MyDatabaseId);
 
@@ -272,4 +274,5 @@ WarnOnceIfExtensionOutdated(void)
 			 errdetail("The database lacks the objects of version %s until it is updated.",
 					   SNOWFLAKE_LIBRARY_VERSION),
 		 errhint("Run ALTER EXTENSION snowflake UPDATE in database \"%s\".", database)));
+	return true;
 }

@@ -29,7 +29,8 @@ const char *OutdatedExtensionVersion(void);
  * the current database is older than the library.  For the slow path of a
  * session's first ID, and the registry worker's first round after each
  * start (so the server log says it at every start).  Needs a transaction.
+ * Returns whether the first call found it older.
  */
-void WarnOnceIfExtensionOutdated(void);
+bool WarnOnceIfExtensionOutdated(void);
 
 #endif /* SNOWFLAKE_PG_OLD_VERSIONS_HPP */

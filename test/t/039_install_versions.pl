@@ -248,6 +248,9 @@ is("$out|$err", '7|', "a SECURITY DEFINER function that is not the extension's r
 is($out, "t\nt", 'a database at 1.4 still issues IDs');
 is(messages($err), warning_of_version('1.4', 'leasedb'),
 	"a session's first ID in a database at 1.4 warns, once: exposed until updated");
+is(messages_of($old, 'leasedb', 'SELECT snowflake_nextval() > 0'),
+	warning_of_version('1.4', 'leasedb'),
+	"so does the next session's: an outdated database is never taken as checked");
 is( messages_of($old, 'at13', 'SELECT snowflake_nextval() > 0'),
 	warning_of_version('1.3', 'at13'),
 	"a session's first ID in a database at 1.3 warns, once");

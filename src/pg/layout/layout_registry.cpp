@@ -16,6 +16,7 @@ extern "C"
 {
 #include "postgres.h"
 
+#include "access/transam.h"		/* TransactionIdIsValid */
 #include "access/xact.h"        /* transaction callbacks, XactReadOnly */
 #include "access/xlog.h"		/* RecoveryInProgress */
 #include "catalog/dependency.h" /* getExtensionOfObject */
@@ -80,6 +81,7 @@ int			history_len = 0;
 Standing	standing = Standing::kUnrecorded;
 int64		successor_first_id = 0;
 LocalTransactionId history_lxid = InvalidLocalTransactionId;
+Oid			history_table = InvalidOid; /* the table the history was read from */
 bool		recorded_in_transaction = false;
 bool		callbacks_registered = false;
 
@@ -277,6 +279,7 @@ LoadHistory(Oid fn_oid)
 	while (NextExtensionTableRow(&scan, row))
 		AddHistoryRow(row, recorded_at, &len);
 	EndExtensionTableScan(&scan);
+	history_table = RelationGetRelid(table.rel);
 	CloseExtensionTable(&table);
 	history_len = len;
 
@@ -401,6 +404,19 @@ EnsureRunningLayoutRecorded(Oid fn_oid)
 							 "\"Changing the layout\" in the snowflake documentation.")));
 	}
 	g_layout_confirmed = true;
+}
+
+Oid
+CommittedLayoutTable(void)
+{
+	/*
+	 * A transaction that wrote anything (CREATE EXTENSION, a row put in by
+	 * hand) may have made the history it read, and may still roll back.
+	 */
+	if (!g_layout_confirmed || standing != Standing::kRecorded || recorded_in_transaction ||
+		TransactionIdIsValid(GetTopTransactionIdIfAny()))
+		return InvalidOid;
+	return history_table;
 }
 
 const snowflake::Layout &

@@ -39,6 +39,14 @@ extern bool g_layout_confirmed;
 void		EnsureRunningLayoutRecorded(Oid fn_oid);
 
 /*
+ * The snowflake_layout in which EnsureRunningLayoutRecorded() last found
+ * the running layout, if a committed transaction recorded it there and the
+ * current one, which may still roll back, has written nothing; else
+ * InvalidOid.
+ */
+Oid			CommittedLayoutTable(void);
+
+/*
  * The layout an ID was made with: the history as of this transaction, plus
  * the running layout when it is a provable, not yet recorded successor.
  */

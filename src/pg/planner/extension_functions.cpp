@@ -145,6 +145,12 @@ LookUp(ExtensionFunctions *out)
 
 }							/* namespace */
 
+bool
+ExtensionFunctionsKnown(void)
+{
+	return cache_state != CacheState::kUnknown;
+}
+
 const ExtensionFunctions *
 CurrentExtensionFunctions(void)
 {

@@ -33,4 +33,10 @@ struct ExtensionFunctions
  */
 const ExtensionFunctions *CurrentExtensionFunctions(void);
 
+/*
+ * Whether CurrentExtensionFunctions() would answer from its cache, without
+ * reading a catalog.
+ */
+bool		ExtensionFunctionsKnown(void);
+
 #endif							/* SNOWFLAKE_PG_PLANNER_EXTENSION_FUNCTIONS_HPP */

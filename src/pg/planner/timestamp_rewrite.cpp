@@ -25,6 +25,7 @@ extern "C"
 #include "postgres.h"
 
 #include "access/stratnum.h"
+#include "access/transam.h"		/* FirstNormalObjectId */
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -323,10 +324,44 @@ RewriteQueryWalker(Node *node, void *context)
 	return expression_tree_walker(node, AS_WALKER(RewriteQueryWalker), context);
 }
 
+/*
+ * Whether a query may hold a comparison the rewrite serves: somewhere in it
+ * a call with one argument of a function created after initdb, as
+ * snowflake_timestamp(id) and snowflake_decode(id) are.  A superset of
+ * what TimestampedId() matches, decided without reading a catalog.
+ */
+bool
+MayCallUserFunctionWalker(Node *node, void *context)
+{
+	if (node == nullptr)
+		return false;
+	if (IsA(node, Query))
+		return query_tree_walker(castNode(Query, node),
+								 AS_WALKER(MayCallUserFunctionWalker), context, 0);
+	if (IsA(node, FuncExpr))
+	{
+		FuncExpr   *call = castNode(FuncExpr, node);
+
+		if (call->funcid >= FirstNormalObjectId && list_length(call->args) == 1)
+			return true;
+	}
+	return expression_tree_walker(node, AS_WALKER(MayCallUserFunctionWalker), context);
+}
+
 void
 RewriteTimestampComparisons(Query *parse)
 {
 	if (!g_settings.rewrite_timestamp_comparisons)
+		return;
+
+	/*
+	 * The first plan of a backend would look the extension's functions up
+	 * in cold catalog caches, which costs a new connection more than the
+	 * rest of its SELECT 1.  A query that cannot be rewritten leaves them
+	 * unknown.
+	 */
+	if (!ExtensionFunctionsKnown() &&
+		!MayCallUserFunctionWalker(reinterpret_cast<Node *>(parse), nullptr))
 		return;
 
 	const ExtensionFunctions *fns = CurrentExtensionFunctions();

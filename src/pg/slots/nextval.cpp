@@ -30,6 +30,7 @@ extern "C"
 #include "core/generator.hpp"
 #include "pg/slots/nextval.hpp"
 #include "pg/clock.hpp"
+#include "pg/layout/confirmed_layouts.hpp"
 #include "pg/layout/layout_registry.hpp"
 #include "pg/old_versions.hpp"
 #include "pg/registry/node_registry.hpp"
@@ -277,13 +278,27 @@ PrepareGenerator(Oid fn_oid)
 {
 	state = RequireSharedState();
 	RefuseOutsidePrimaryLeader();
-	WarnOnceIfExtensionOutdated();
+
+	/*
+	 * An earlier session found this extension at the library's version and
+	 * the running layout recorded: a new connection's first ID then reads
+	 * no catalog (layout/confirmed_layouts.hpp).
+	 */
+	bool		confirmed_earlier = !g_layout_confirmed && LayoutConfirmedEarlier(fn_oid);
+	bool		outdated = !confirmed_earlier && WarnOnceIfExtensionOutdated();
+
 	RequestRegistryOnceIfMissing();
 	if (pg_atomic_read_u32(&state->node_collision) != 0 &&
 		g_settings.on_node_collision == kCollisionError)
 		ReportGenerationBlocked(state);
-	if (!g_layout_confirmed)
+	if (confirmed_earlier)
+		g_layout_confirmed = true;
+	else if (!g_layout_confirmed)
+	{
 		EnsureRunningLayoutRecorded(fn_oid);
+		if (!outdated)
+			ShareLayoutConfirmation(fn_oid, CommittedLayoutTable());
+	}
 	if (slot == nullptr)
 		AcquireGenerator();
 }

@@ -1,0 +1,119 @@
+# A new connection pays nothing for the extension (issue 31): with the
+# library preloaded, neither a new session's SELECT 1 nor, once an earlier
+# session has checked the database, its first snowflake_nextval() reads
+# pg_depend or pg_extension.  The per-transaction catalog statistics of the
+# session (pg_stat_xact_sys_tables) count those scans.
+#
+# What the first snowflake_nextval() of earlier sessions found is shared
+# with later ones (src/pg/layout/confirmed_layouts.hpp); so the test also
+# shows that the sharing never lets a session skip a check that would fail:
+#   - after DROP and CREATE EXTENSION, the new extension is checked anew: a
+#     conflicting history in it refuses IDs (SQLSTATE 55000);
+#   - a recording that rolled back, or a row the session's own transaction
+#     put in and rolled back, is not shared: the next session records;
+#   - each session reads the history as itself: without SELECT on
+#     snowflake_layout, the first ID is refused (42501);
+#   - the timestamp rewrite still serves a new session's first query.
+use strict;
+use warnings;
+use PostgreSQL::Test::Utils;
+use SnowflakeTest;
+use Test::More;
+
+my $node = SnowflakeTest::new_node('connstart');
+$node->safe_psql('postgres', 'CREATE DATABASE app');
+$node->safe_psql('app', 'CREATE EXTENSION snowflake');
+
+# Runs $sql as the first statements of a new session, in one transaction,
+# then counts that transaction's scans of pg_depend and pg_extension.
+# Returns "output of $sql|scans".
+sub first_statements
+{
+	my ($sql, %opt) = @_;
+	my $out = $node->safe_psql(
+		'app', qq{BEGIN;
+$sql;
+SELECT sum(coalesce(seq_scan, 0) + coalesce(idx_scan, 0))
+  FROM pg_stat_xact_sys_tables WHERE relname IN ('pg_depend', 'pg_extension');
+COMMIT;}, %opt);
+	return join('|', split /\n/, $out);
+}
+
+is(first_statements('SELECT 1'), '1|0',
+	"a new session's SELECT 1 reads neither pg_depend nor pg_extension");
+
+# The first session of the database checks in full and shares what it found.
+my ($first) = first_statements('SELECT snowflake_nextval() > 0') =~ /^t\|(\d+)$/;
+ok(defined $first && $first > 0, 'the first session of a database checks its catalog');
+is(first_statements('SELECT snowflake_nextval() > 0'), 't|0',
+	"a later new session's first snowflake_nextval() reads neither pg_depend nor pg_extension");
+
+# A new session whose first query compares an ID's timestamp: rewritten.
+like(
+	$node->safe_psql(
+		'app', q{CREATE TABLE events (id bigint PRIMARY KEY);
+EXPLAIN (COSTS OFF) SELECT * FROM events WHERE snowflake_timestamp(id) >= '2026-01-01 00:00:00+00'}
+	),
+	qr/Index Cond: \(id >= snowflake_timestamp_lower_id\(/,
+	"the rewrite serves a new session's first query");
+
+# DROP and CREATE EXTENSION: a history that conflicts with the running
+# layout (an epoch 1000 days earlier: its IDs are larger than the running
+# layout's) must still refuse a new session's first ID.
+$node->safe_psql(
+	'app', q{DROP EXTENSION snowflake;
+CREATE EXTENSION snowflake;
+UPDATE snowflake_layout SET epoch = epoch - interval '1000 days';});
+my ($ret, $out, $err) = $node->psql('app', "\\set VERBOSITY sqlstate\nSELECT snowflake_nextval()");
+like($err, qr/ERROR:  55000$/,
+	'after DROP and CREATE EXTENSION, a conflicting history refuses the first ID');
+($ret, $out, $err) = $node->psql('app', 'SELECT snowflake_nextval()');
+like(
+	$err,
+	qr/ERROR:  the server's snowflake layout differs from the layout recorded in database "app"/,
+	'and so does the next session');
+
+# A recording that rolls back is not shared: the next session records.
+$node->safe_psql(
+	'app', q{DROP EXTENSION snowflake;
+CREATE EXTENSION snowflake;
+DELETE FROM snowflake_layout;});
+$node->safe_psql('app', 'BEGIN; SELECT snowflake_nextval(); ROLLBACK;');
+is($node->safe_psql('app', 'SELECT count(*) FROM snowflake_layout'),
+	'0', 'the rolled-back recording left no row');
+# Nor is a history the session's own transaction wrote, then rolled back.
+$node->safe_psql(
+	'app', q{BEGIN;
+INSERT INTO snowflake_layout (first_id, epoch, node_bits, worker_bits, sequence_bits)
+    SELECT 0, epoch, node_bits, worker_bits, sequence_bits FROM snowflake_status();
+SELECT snowflake_nextval();
+ROLLBACK;});
+is($node->safe_psql('app', 'SELECT count(*) FROM snowflake_layout'),
+	'0', 'the row put in by hand rolled back');
+is($node->safe_psql('app', 'SELECT snowflake_nextval() > 0; SELECT count(*) FROM snowflake_layout'),
+	"t\n1", 'the next session records the layout');
+# A session that recorded shares nothing (its transaction could still
+# roll back); the next one finds the row committed and shares that.
+($first) = first_statements('SELECT snowflake_nextval() > 0') =~ /^t\|(\d+)$/;
+ok(defined $first && $first > 0, 'the session after the recording checks in full');
+is(first_statements('SELECT snowflake_nextval() > 0'), 't|0',
+	'and the session after that finds it shared');
+
+# Each session reads the history as itself.
+$node->safe_psql(
+	'app', q{CREATE ROLE app LOGIN;
+REVOKE SELECT ON snowflake_layout FROM PUBLIC;});
+($ret, $out, $err) = $node->psql(
+	'app', "\\set VERBOSITY verbose\nSELECT snowflake_nextval()",
+	extra_params => [ '-U', 'app' ]);
+like(
+	$err,
+	qr/ERROR:  42501: permission denied for table snowflake_layout$/m,
+	'without SELECT on snowflake_layout, a new session gets no ID');
+$node->safe_psql('app', 'GRANT SELECT ON snowflake_layout TO app');
+($ret, $out, $err) = $node->psql('app', 'SELECT snowflake_nextval() > 0',
+	extra_params => [ '-U', 'app' ]);
+is("$out|$err", 't|', 'with it, it does');
+
+$node->stop;
+done_testing();
