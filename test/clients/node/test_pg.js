@@ -300,6 +300,14 @@ async function leases() {
 async function snowflakeType() {
   const client = new pg.Client()
   await client.connect()
+  try {
+    await snowflakeTypeChecks(client)
+  } finally {
+    await client.end()
+  }
+}
+
+async function snowflakeTypeChecks(client) {
   await client.query('CREATE TABLE tickets (id snowflake PRIMARY KEY DEFAULT snowflake_nextval(), item text NOT NULL)')
   const idText = (await client.query("INSERT INTO tickets (item) VALUES ('tea') RETURNING id::text AS t")).rows[0].t
   ok(BigInt(idText) > 2n ** 53n, `the snowflake key is above 2^53 (${idText})`)
@@ -337,7 +345,6 @@ async function snowflakeType() {
     'snowflake, text mode, setTypeParser(oid, BigInt): the IDs arrive as exact BigInts')
   r = await client.query('SELECT item FROM tickets WHERE id = $1', [cake])
   eq(r.rows, [{ item: 'cake' }], 'snowflake, text mode, setTypeParser(oid, BigInt): the BigInt finds its row')
-  await client.end()
 }
 
 async function main() {
