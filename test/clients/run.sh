@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The clients tier: real client libraries (psycopg 3, SQLAlchemy, Django,
 # node-postgres, JDBC, and Go's pgx for worker-id leases) against snowflake
-# IDs, and the check that docs/clients.md and docs/leases.md show their
-# marked snippets exactly (docs_sync.py).  Starts two throwaway
+# IDs, each also with a key of type snowflake, and the check that
+# docs/clients.md and docs/leases.md show their marked snippets exactly
+# (docs_sync.py).  Starts two throwaway
 # clusters with the extension preloaded, reachable only through a Unix
 # socket in a temporary directory: one with the default layout, one with
 # the JavaScript-safe layout (12 bits below the timestamp, so IDs stay below
@@ -102,12 +103,13 @@ jdbc_test() {
 			SnowflakeJdbcTest "$tmp/.s.PGSQL.$default_port"
 }
 run_client jdbc jdbc_test
-# Go: the lease recipe of docs/leases.md, built here in GOPATH mode against
-# Debian's pgx v4 (no module proxy); its database is "postgres".
+# Go: the lease recipe of docs/leases.md (in database "postgres") and the
+# snowflake type's checks, built here in GOPATH mode against Debian's pgx v4
+# (no module proxy).
 go_test() {
 	command -v go >/dev/null || { echo "go: not installed (test/install-deps.sh installs golang-go)"; return 1; }
 	GO111MODULE=off GOFLAGS='' GOPROXY=off GOPATH=/usr/share/gocode GOCACHE="$tmp/gocache" \
-		go build -o "$tmp/go-lease" "$here/go/lease_test_main.go" && "$tmp/go-lease"
+		go build -o "$tmp/go-client" "$here/go/lease_test_main.go" "$here/go/snowflake_type.go" && "$tmp/go-client"
 }
 run_client go go_test
 

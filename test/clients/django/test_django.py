@@ -2,7 +2,8 @@
 BigAutoField subclass (Debian 12 ships Django 3.2, before db_default), the
 committed migration, ORM inserts that read the ID back with RETURNING,
 exact reads, decoding, bulk_create() with IDs from one snowflake_nextval(n)
-batch, and a time range on the primary key.  Run with
+batch, a time range on the primary key, and a key of type snowflake
+without and with psycopg2 reading the type as int8.  Run with
 DJANGO_SETTINGS_MODULE=snowflake_site.settings and this directory on
 PYTHONPATH (test/clients/run.sh does)."""
 
@@ -20,7 +21,9 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
-from shop.models import Customer, Order, SnowflakeMaxId, SnowflakeMinId  # noqa: E402
+from django.db.backends.signals import connection_created  # noqa: E402
+from shop.fields import snowflake_as_int  # noqa: E402
+from shop.models import Customer, Order, SnowflakeMaxId, SnowflakeMinId, Ticket  # noqa: E402
 
 c = Checks("django")
 c.ok(django.VERSION >= (3, 2), f"Django {django.get_version()}")
@@ -41,7 +44,8 @@ except SystemExit:
 
 columns = query("SELECT table_name, column_name, data_type, column_default "
                 "FROM information_schema.columns WHERE table_schema = 'public' "
-                "AND table_name LIKE 'shop%%' AND column_name IN ('id', 'customer_id') "
+                "AND table_name IN ('shop_customer', 'shop_order') "
+                "AND column_name IN ('id', 'customer_id') "
                 "ORDER BY 1, 2")
 c.eq(columns, [("shop_customer", "id", "bigint", "snowflake_nextval()"),
                ("shop_order", "customer_id", "bigint", None),
@@ -126,5 +130,47 @@ with c.step("time bounds"):
     c.eq(got, want, "the range query returns exactly the rows whose "
          "timestamps lie in the range")
     c.eq(got, ids[:3], "the range holds the three rows made before the pause")
+
+with c.step("the snowflake type"):
+    # Django 3.2 reads through psycopg2, which has only the text format and
+    # hands a type it does not know over as a str.
+    c.eq(connection.Database.__name__, "psycopg2", "Django's driver is psycopg2")
+    c.eq(query("SELECT format_type(atttypid, atttypmod), pg_get_expr(adbin, adrelid) "
+               "FROM pg_attribute JOIN pg_attrdef ON adrelid = attrelid AND adnum = attnum "
+               "WHERE attrelid = 'shop_ticket'::regclass AND attname = 'id'"),
+         [("snowflake", "snowflake_nextval()")],
+         "the migration makes shop_ticket.id a snowflake with the default")
+    tea = Ticket.objects.create(item="tea")
+    tea_text = query("SELECT id::text FROM shop_ticket WHERE item = 'tea'")[0][0]
+    c.ok(int(tea_text) > 2**53, f"the snowflake key is above 2^53 ({tea_text})")
+    c.eq((type(tea.id), tea.id), (str, tea_text),
+         "snowflake, no adapter: create() sets the key to a str, the decimal ID")
+    got = Ticket.objects.values_list("id", flat=True).get()
+    c.eq((type(got), got), (str, tea_text), "snowflake, no adapter: the ORM reads a str")
+    got = query("SELECT id FROM shop_ticket")[0][0]
+    c.eq((type(got), got), (str, tea_text), "snowflake, no adapter: a cursor reads a str")
+    c.eq(Ticket.objects.get(pk=int(tea_text)).item, "tea",
+         "snowflake, no adapter: get(pk=int) finds the row")
+    doc, row = query("SELECT to_json(t), row_to_json(t) FROM shop_ticket t")[0]
+    c.eq((doc, row), ({"id": tea_text, "item": "tea"},) * 2,
+         "snowflake: to_json() and row_to_json() give the ID as a str")
+
+    # From the next connection on, psycopg2 reads the type as int8.
+    # docs: django-snowflake-connect
+    connection_created.connect(snowflake_as_int)   # in an AppConfig.ready()
+    # end docs
+    connection.close()
+    cake = Ticket.objects.create(item="cake")
+    cake_text = query("SELECT id::text FROM shop_ticket WHERE item = 'cake'")[0][0]
+    c.eq((type(cake.id), str(cake.id)), (int, cake_text),
+         "snowflake, with the adapter: create() sets the key to an int, the exact ID")
+    got = list(Ticket.objects.order_by("id").values_list("id", flat=True))
+    c.eq([(type(i), str(i)) for i in got], [(int, tea_text), (int, cake_text)],
+         "snowflake, with the adapter: the ORM reads ints, the exact IDs")
+    got = query("SELECT id FROM shop_ticket WHERE id = %s", [cake.id])[0][0]
+    c.eq((type(got), got), (int, cake.id),
+         "snowflake, with the adapter: a cursor reads an int, and the int parameter finds its row")
+    c.eq(Ticket.objects.get(pk=cake.id).item, "cake",
+         "snowflake, with the adapter: get(pk=int) finds the row")
 
 c.finish()

@@ -7,7 +7,8 @@
 // extension leases from the server's one lease table), on a server with
 // snowflake.lease_workers > 0 (test/clients/run.sh sets it up).  Prints "ok N - what" per check and
 // "go: N passed, M failed"; exits 1 if a check failed.  Built in GOPATH mode
-// against Debian's golang-github-jackc-pgx-v4-dev.
+// against Debian's golang-github-jackc-pgx-v4-dev, together with
+// snowflake_type.go (the snowflake type's checks, in database PGDATABASE).
 package main
 
 import (
@@ -119,6 +120,9 @@ func renew(ctx context.Context, pool *pgxpool.Pool, l lease, gen *generator) (lo
 func main() {
 	if err := run(); err != nil {
 		check(false, "the test ran to its end", err)
+	}
+	if err := snowflakeType(); err != nil {
+		check(false, "the snowflake type checks ran to their end", err)
 	}
 	fmt.Printf("go: %d passed, %d failed\n", passed, failed)
 	if failed > 0 || passed == 0 {

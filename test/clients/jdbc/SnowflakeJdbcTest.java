@@ -8,11 +8,14 @@ import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import org.postgresql.util.PGobject;
+import org.postgresql.util.PSQLException;
 
 /**
  * JDBC (Debian's PostgreSQL driver) with snowflake IDs: rows keyed by the
  * column default, IDs from getGeneratedKeys(), exact reads as long,
- * decoding, one snowflake_nextval(n) batch and one time range; and the
+ * decoding, one snowflake_nextval(n) batch and one time range; a key of
+ * type snowflake, read in text and with binary transfer; and the
  * worker-id lease recipe of docs/leases.md, in database "postgres" (any
  * database with the extension leases).  Argument: the path of the server's Unix
  * socket; PGDATABASE and PGUSER name the database and the user
@@ -125,6 +128,7 @@ public class SnowflakeJdbcTest {
         try (Connection conn = DriverManager.getConnection(url(System.getenv("PGDATABASE"), args[0]))) {
             run(conn);
         }
+        step("the snowflake type", () -> snowflakeType(args[0]));
         step("worker-id leases", () -> {
             try (Connection db = DriverManager.getConnection(url("postgres", args[0]))) {
                 leases(db);
@@ -132,6 +136,87 @@ public class SnowflakeJdbcTest {
         });
         System.out.println("jdbc: " + passed + " passed, " + failed + " failed");
         System.exit(failed == 0 && passed > 0 ? 0 : 1);
+    }
+
+    /**
+     * A key of type snowflake: stored and sent as a bigint, but its OID is one
+     * the driver does not know.  Read with the default settings, with binary
+     * transfer from the first execution (prepareThreshold=-1, the driver then
+     * asks binary for every type it knows), and with binary forced for the
+     * type's OID (binaryTransferEnable).
+     */
+    private static void snowflakeType(String socket) throws Exception {
+        String idText;
+        long oid;
+        try (Connection conn = DriverManager.getConnection(url(System.getenv("PGDATABASE"), socket));
+                Statement st = conn.createStatement()) {
+            st.execute("CREATE TABLE tickets (id snowflake PRIMARY KEY DEFAULT snowflake_nextval(), "
+                    + "item text NOT NULL)");
+            try (ResultSet rs = st.executeQuery(
+                    "INSERT INTO tickets (item) VALUES ('tea') RETURNING id::text, 'snowflake'::regtype::oid")) {
+                rs.next();
+                idText = rs.getString(1);
+                oid = rs.getLong(2);
+            }
+        }
+        long id = Long.parseLong(idText);
+        ok(id > (1L << 53), "the snowflake key is above 2^53 (" + idText + ")");
+        for (String mode : new String[] {"text", "prepareThreshold=-1"}) {
+            String extra = mode.equals("text") ? "" : "&" + mode;
+            try (Connection conn = DriverManager.getConnection(url(System.getenv("PGDATABASE"), socket) + extra)) {
+                long got;
+                String gotText;
+                Object obj;
+                // docs: jdbc-snowflake-read
+                try (PreparedStatement select = conn.prepareStatement(
+                        "SELECT id, item FROM tickets WHERE id = ?")) {
+                    select.setLong(1, id);                  // a long parameter finds the row
+                    try (ResultSet rs = select.executeQuery()) {
+                        rs.next();
+                        got = rs.getLong("id");             // exact
+                        gotText = rs.getString("id");       // the decimal text
+                        obj = rs.getObject("id");           // a PGobject of type snowflake
+                    }
+                }
+                // end docs
+                eq(List.of(got, gotText), List.of(id, idText),
+                        "snowflake, " + mode + ": a long parameter finds the row, getLong() and getString()"
+                        + " give the exact ID");
+                ok(obj instanceof PGobject && ((PGobject) obj).getType().equals("snowflake")
+                        && ((PGobject) obj).getValue().equals(idText),
+                        "snowflake, " + mode + ": getObject() is a PGobject of type snowflake holding the"
+                        + " decimal text", obj.getClass() + " " + obj);
+                try (PreparedStatement json = conn.prepareStatement(
+                        "SELECT to_json(t), row_to_json(t) FROM tickets t WHERE id = ?")) {
+                    json.setLong(1, id);
+                    try (ResultSet rs = json.executeQuery()) {
+                        rs.next();
+                        String want = "{\"id\":\"" + idText + "\",\"item\":\"tea\"}";
+                        eq(List.of(rs.getString(1), rs.getString(2)), List.of(want, want),
+                                "snowflake, " + mode + ": to_json() and row_to_json() write the ID as a"
+                                + " JSON string");
+                    }
+                }
+            }
+        }
+        // Binary forced for the type's OID: the driver has no binary reader for it.
+        try (Connection conn = DriverManager.getConnection(url(System.getenv("PGDATABASE"), socket)
+                + "&prepareThreshold=-1&binaryTransferEnable=" + oid);
+                PreparedStatement select = conn.prepareStatement("SELECT id FROM tickets WHERE id = ?")) {
+            select.setLong(1, id);
+            try (ResultSet rs = select.executeQuery()) {
+                rs.next();
+                eq(rs.getString(1), null, "snowflake, binaryTransferEnable=<its oid>: getString() gives null");
+                try {
+                    rs.getLong(1);
+                    ok(false, "snowflake, binaryTransferEnable=<its oid>: getLong() throws");
+                } catch (PSQLException e) {
+                    eq(e.getMessage(), "Cannot convert the column of type <unknown:" + oid
+                            + "> to requested type long.",
+                            "snowflake, binaryTransferEnable=<its oid>: getLong() throws");
+                }
+            }
+        }
     }
 
     /** Renews a lease: the new not_after, or -1 if the lease is lost. */

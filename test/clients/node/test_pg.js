@@ -4,8 +4,9 @@
 // pg.types.setTypeParser(20, BigInt)), shows that Number loses precision
 // with the default layout but not with the JavaScript-safe one, and does
 // the checks of every client: the column default, exact reads, decoding,
-// one snowflake_nextval(n) batch and one time range; and the worker-id
-// lease recipe of docs/leases.md.  Connects through the PG* environment
+// one snowflake_nextval(n) batch and one time range; the worker-id
+// lease recipe of docs/leases.md; and a key of type snowflake in text and
+// binary mode, without and with a parser for its OID.  Connects through the PG* environment
 // variables; the JavaScript-safe cluster is on the same
 // socket directory at port SNOWFLAKE_JS_SAFE_PORT, database "node"
 // (test/clients/run.sh sets them up).
@@ -293,12 +294,66 @@ async function leases() {
   await client.end()
 }
 
+// A key of type snowflake (in database "node"): stored and sent as a
+// bigint, but its OID is one pg-types has no parser for.  Runs last: the
+// adapter it shows sets a parser for every client of this process.
+async function snowflakeType() {
+  const client = new pg.Client()
+  await client.connect()
+  try {
+    await snowflakeTypeChecks(client)
+  } finally {
+    await client.end()
+  }
+}
+
+async function snowflakeTypeChecks(client) {
+  await client.query('CREATE TABLE tickets (id snowflake PRIMARY KEY DEFAULT snowflake_nextval(), item text NOT NULL)')
+  const idText = (await client.query("INSERT INTO tickets (item) VALUES ('tea') RETURNING id::text AS t")).rows[0].t
+  ok(BigInt(idText) > 2n ** 53n, `the snowflake key is above 2^53 (${idText})`)
+  let r = await client.query('SELECT id FROM tickets')
+  eq([typeof r.rows[0].id, r.rows[0].id], ['string', idText], 'snowflake, text mode: a string, the decimal ID')
+  for (const param of [idText, BigInt(idText)]) {
+    r = await client.query('SELECT item FROM tickets WHERE id = $1', [param])
+    eq(r.rows, [{ item: 'tea' }], `snowflake, text mode: a ${typeof param} parameter finds the row`)
+  }
+  r = await client.query('SELECT to_json(t) AS doc, row_to_json(t) AS row FROM tickets t')
+  eq(r.rows[0], { doc: { id: idText, item: 'tea' }, row: { id: idText, item: 'tea' } },
+    'snowflake: to_json() and row_to_json() arrive as objects whose id is the exact string')
+
+  // binary: true (it applies to queries with parameters): pg 8 decodes
+  // every field as UTF-8 text before any parser runs, so each byte that is
+  // not valid UTF-8 is replaced (brianc/node-postgres#3495).
+  const bytes = Buffer.alloc(8)
+  bytes.writeBigInt64BE(BigInt(idText))
+  r = await client.query({ text: 'SELECT id FROM tickets WHERE id = $1', values: [idText], binary: true })
+  eq([typeof r.rows[0].id, r.rows[0].id], ['string', bytes.toString('utf8')],
+    "snowflake, binary: true: a string, int8's 8 bytes decoded as UTF-8, not the ID")
+  r = await client.query({ text: 'SELECT $1::bigint AS b', values: ['252117412827103232'], binary: true })
+  eq(r.rows[0].b, '252183710952320959', 'bigint, binary: true: 252117412827103232 arrives as 252183710952320959')
+
+  // docs: node-snowflake-parser
+  const { rows: [{ oid }] } = await client.query("SELECT 'snowflake'::regtype::oid AS oid")
+  pg.types.setTypeParser(oid, BigInt)   // snowflake columns arrive as BigInt
+  // end docs
+  r = await client.query("INSERT INTO tickets (item) VALUES ('cake') RETURNING id, id::text AS t")
+  eq([typeof r.rows[0].id, r.rows[0].id], ['bigint', BigInt(r.rows[0].t)],
+    'snowflake, text mode, setTypeParser(oid, BigInt): RETURNING id gives the exact BigInt')
+  const cake = r.rows[0].id
+  r = await client.query('SELECT id, item FROM tickets ORDER BY id')
+  eq(r.rows, [{ id: BigInt(idText), item: 'tea' }, { id: cake, item: 'cake' }],
+    'snowflake, text mode, setTypeParser(oid, BigInt): the IDs arrive as exact BigInts')
+  r = await client.query('SELECT item FROM tickets WHERE id = $1', [cake])
+  eq(r.rows, [{ item: 'cake' }], 'snowflake, text mode, setTypeParser(oid, BigInt): the BigInt finds its row')
+}
+
 async function main() {
   ok(require('pg/package.json').version === require('./package.json').dependencies.pg,
     `pg ${require('pg/package.json').version}, the pinned version`)
   await step('default layout', defaultLayout)
   await step('JavaScript-safe layout', jsSafeLayout)
   await step('worker-id leases', leases)
+  await step('the snowflake type', snowflakeType)
   console.log(`node: ${passed} passed, ${failed} failed`)
   process.exitCode = failed === 0 && passed > 0 ? 0 : 1
 }

@@ -1,6 +1,7 @@
 """psycopg 3 with snowflake IDs: rows keyed by the column default, IDs read
 back exactly as Python ints, decoded, a batch from snowflake_nextval(n),
-a time range on the primary key, and worker-id leases in pipeline mode
+a time range on the primary key, a key of type snowflake in text and binary
+mode, without and with int8's loaders, and worker-id leases in pipeline mode
 (in its own database: any database with the extension leases).  Connects through
 the PG* environment variables (test/clients/run.sh sets them)."""
 
@@ -100,6 +101,61 @@ with c.step("time bounds"):
     c.eq(got, want, "the range query returns exactly the rows whose "
          "timestamps lie in the range")
     c.eq(got, ids[:3], "the range holds the three rows made before the pause")
+
+with c.step("the snowflake type"):
+    # A key of type snowflake: stored and sent as a bigint, but its OID is
+    # one psycopg does not know, so it has no loader for it.
+    cur.execute("CREATE TABLE tickets (id snowflake PRIMARY KEY DEFAULT snowflake_nextval(),"
+                " item text NOT NULL)")
+    ticket_text = cur.execute("INSERT INTO tickets (item) VALUES ('tea') RETURNING id::text"
+                              ).fetchone()[0]
+    ticket = int(ticket_text)
+    c.ok(ticket > 2**53, f"the snowflake key is above 2^53 ({ticket_text})")
+    got = cur.execute("SELECT id FROM tickets").fetchone()[0]
+    c.eq((type(got), got), (str, ticket_text),
+         "snowflake, text mode, no loader: a str, the decimal ID")
+    bcur = conn.cursor(binary=True)
+    got = bcur.execute("SELECT id FROM tickets").fetchone()[0]
+    c.eq((type(got), got), (bytes, ticket.to_bytes(8, "big")),
+         "snowflake, binary mode, no loader: bytes, the 8 big-endian bytes of int8")
+    for mode, curs in (("text", cur), ("binary", bcur)):
+        c.eq(curs.execute("SELECT item FROM tickets WHERE id = %s", (ticket,)).fetchone(),
+             ("tea",), f"snowflake, {mode} mode: an int parameter finds the row (%s)")
+        c.eq(curs.execute("SELECT item FROM tickets WHERE id = %b", (ticket,)).fetchone(),
+             ("tea",), f"snowflake, {mode} mode: an int parameter finds the row (%b)")
+        doc, row = curs.execute("SELECT to_json(t), row_to_json(t) FROM tickets t").fetchone()
+        c.eq((doc, row), ({"id": ticket_text, "item": "tea"},) * 2,
+             f"snowflake, {mode} mode: to_json() and row_to_json() give the ID as a str")
+
+    # The loaders of int8, registered for the type's OID on this connection
+    # (cursors made after it use them).  By name, only once psycopg knows
+    # the type.
+    from psycopg.types.numeric import IntLoader as Loader
+    try:
+        conn.adapters.register_loader("snowflake", Loader)
+        c.ok(False, "register_loader('snowflake', ...) fails with a KeyError")
+    except KeyError:
+        c.ok(True, "register_loader('snowflake', ...) fails with a KeyError")
+    # docs: psycopg-snowflake-loader
+    from psycopg.types import TypeInfo
+    from psycopg.types.numeric import Int8BinaryLoader, IntLoader
+
+    oid = TypeInfo.fetch(conn, "snowflake").oid
+    conn.adapters.register_loader(oid, IntLoader)           # text
+    conn.adapters.register_loader(oid, Int8BinaryLoader)    # binary
+    # end docs
+    for mode, binary in (("text", False), ("binary", True)):
+        curs = conn.cursor(binary=binary)
+        got = curs.execute("SELECT id FROM tickets WHERE item = 'tea'").fetchone()[0]
+        c.eq((type(got), got), (int, ticket),
+             f"snowflake, {mode} mode, int8's loader: an int, the exact ID")
+        got = curs.execute("INSERT INTO tickets (item) VALUES ('cake') RETURNING id").fetchone()[0]
+        c.eq((type(got), str(got)),
+             (int, cur.execute("SELECT id::text FROM tickets WHERE item = 'cake'").fetchone()[0]),
+             f"snowflake, {mode} mode, int8's loader: RETURNING id gives the exact int")
+        c.eq(curs.execute("SELECT item FROM tickets WHERE id = %s", (got,)).fetchone(),
+             ("cake",), f"snowflake, {mode} mode, int8's loader: the int finds its row")
+        curs.execute("DELETE FROM tickets WHERE item = 'cake'")
 
 with c.step("worker-id leases in a pipeline"), \
         psycopg.connect(autocommit=True) as lconn:

@@ -1,8 +1,9 @@
 """SQLAlchemy ORM with snowflake IDs: a model whose primary key has
 server_default=text('snowflake_nextval()'), ORM inserts whose IDs come back
 through RETURNING in the same INSERT, exact reads, decoding, objects with
-IDs preassigned from one snowflake_nextval(n) batch, and a time range on
-the primary key.  Written in the 2.0 style, which SQLAlchemy 1.4 (Debian
+IDs preassigned from one snowflake_nextval(n) batch, a time range on
+the primary key, and a key of type snowflake without and with a type that
+reads it as an int.  Written in the 2.0 style, which SQLAlchemy 1.4 (Debian
 12's) runs with future=True.  Connects through the PG* environment
 variables (test/clients/run.sh sets them)."""
 
@@ -15,6 +16,7 @@ import sqlalchemy
 from sqlalchemy import (BigInteger, Column, Text, create_engine, event, func,
                         select, text)
 from sqlalchemy.orm import Session, declarative_base
+from sqlalchemy.types import UserDefinedType
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from pycheck import LAYOUT_SQL, Checks, check_decoded, decode  # noqa: E402
@@ -132,5 +134,94 @@ with c.step("time bounds"), Session(engine) as session:
          "rows whose timestamps lie in the range")
     c.eq([o.id for o in in_range], ids[:3],
          "the range holds the three rows made before the pause")
+
+# docs: sqlalchemy-snowflake-type
+class Snowflake(UserDefinedType):
+    """A column of type snowflake, read as a Python int (psycopg2 hands a
+    type it does not know over as a str)."""
+    cache_ok = True
+
+    def get_col_spec(self, **kw):
+        return "snowflake"
+
+    def result_processor(self, dialect, coltype):
+        return lambda value: None if value is None else int(value)
+# end docs
+
+
+# docs: sqlalchemy-snowflake-model
+class Ticket(Base):
+    __tablename__ = "tickets"
+
+    id = Column(Snowflake, primary_key=True,
+                server_default=text("snowflake_nextval()"))
+    item = Column(Text, nullable=False)
+# end docs
+
+
+# The same table declared with BigInteger, as for a bigint key.
+class BigIntegerTicket(declarative_base()):
+    __tablename__ = "tickets"
+
+    id = Column(BigInteger, primary_key=True,
+                server_default=text("snowflake_nextval()"))
+    item = Column(Text, nullable=False)
+
+
+with c.step("the snowflake type"):
+    # SQLAlchemy 1.4 reads through psycopg2 (text results only): its
+    # psycopg 3 dialect came with 2.0.
+    if sqlalchemy.__version__.startswith("1."):
+        try:
+            create_engine("postgresql+psycopg://")
+            c.ok(False, "SQLAlchemy 1.4 has no psycopg 3 dialect")
+        except sqlalchemy.exc.NoSuchModuleError:
+            c.ok(True, "SQLAlchemy 1.4 has no psycopg 3 dialect")
+    statements.clear()
+    Base.metadata.create_all(engine)
+    ddl = [s for s in statements if s.lstrip().startswith("CREATE TABLE")]
+    c.ok(len(ddl) == 1 and "id snowflake DEFAULT snowflake_nextval() NOT NULL" in ddl[0],
+         "create_all() makes the Snowflake key a snowflake column with the default", ddl)
+    with Session(engine) as session:
+        plain = BigIntegerTicket(item="tea")
+        session.add(plain)
+        session.flush()
+        ticket_text = session.scalar(text("SELECT id::text FROM tickets"))
+        ticket = int(ticket_text)
+        c.ok(ticket > 2**53, f"the snowflake key is above 2^53 ({ticket_text})")
+        c.eq((type(plain.id), plain.id), (str, ticket_text),
+             "snowflake, declared BigInteger: the flush gives a str, the decimal ID")
+        got = session.scalar(text("SELECT id FROM tickets"))
+        c.eq((type(got), got), (str, ticket_text),
+             "snowflake, text() query: a str, the decimal ID")
+        got = session.scalar(select(BigIntegerTicket.id).where(BigIntegerTicket.id == ticket))
+        c.eq((type(got), got), (str, ticket_text),
+             "snowflake, declared BigInteger: an int parameter finds the row, read as a str")
+        doc, row = session.execute(text("SELECT to_json(t), row_to_json(t) FROM tickets t")).one()
+        c.eq((doc, row), ({"id": ticket_text, "item": "tea"},) * 2,
+             "snowflake: to_json() and row_to_json() give the ID as a str")
+        session.commit()
+    with Session(engine) as session:
+        statements.clear()
+        # docs: sqlalchemy-snowflake-insert
+        ticket = Ticket(item="cake")
+        session.add(ticket)
+        session.flush()                 # INSERT ... RETURNING tickets.id: an int
+        # end docs
+        c.ok(len(statements) == 1 and "RETURNING tickets.id" in statements[0],
+             "the flush of a Ticket is one INSERT ... RETURNING tickets.id", statements)
+        cake_text = session.scalar(text("SELECT id::text FROM tickets WHERE item = 'cake'"))
+        c.eq((type(ticket.id), str(ticket.id)), (int, cake_text),
+             "snowflake, declared Snowflake: the flush gives an int, the exact ID")
+        session.commit()
+    with Session(engine) as session:
+        got = session.scalars(select(Ticket).order_by(Ticket.id)).all()
+        c.eq([(type(t.id), str(t.id), t.item) for t in got],
+             [(int, ticket_text, "tea"), (int, cake_text, "cake")],
+             "snowflake, declared Snowflake: the ORM reads ints, the exact IDs")
+        c.eq(session.get(Ticket, int(cake_text)).item, "cake",
+             "snowflake, declared Snowflake: Session.get() with the int finds the row")
+        c.eq(session.scalar(select(Ticket.item).where(Ticket.id == int(ticket_text))), "tea",
+             "snowflake, declared Snowflake: an int parameter finds the row")
 
 c.finish()

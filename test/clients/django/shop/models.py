@@ -1,6 +1,6 @@
 from django.db import models
 
-from .fields import SnowflakeAutoField
+from .fields import SnowflakeAutoField, SnowflakeTypeAutoField
 
 
 class Customer(models.Model):
@@ -25,4 +25,11 @@ class SnowflakeMinId(models.Func):
 class SnowflakeMaxId(models.Func):
     function = "snowflake_max_id"
     output_field = models.BigIntegerField()
+# end docs
+
+
+# docs: django-snowflake-model
+class Ticket(models.Model):
+    id = SnowflakeTypeAutoField(primary_key=True)
+    item = models.TextField()
 # end docs
