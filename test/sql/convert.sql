@@ -340,6 +340,14 @@ SELECT * FROM snowflake_convert_column('owned', 'id');
 \echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
 ALTER TABLE owned_refs OWNER TO regress_convert_owner;
+CREATE TABLE owned_parts (owned_id integer REFERENCES owned, n integer) PARTITION BY LIST (n);
+CREATE TABLE owned_parts_1 PARTITION OF owned_parts FOR VALUES IN (1);
+ALTER TABLE owned_parts OWNER TO regress_convert_owner;
+SET ROLE regress_convert_owner;
+SELECT * FROM snowflake_convert_column('owned', 'id');
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+ALTER TABLE owned_parts_1 OWNER TO regress_convert_owner;
 SET ROLE regress_convert_owner;
 SELECT * FROM snowflake_convert_column('owned', 'id');
 RESET ROLE;
