@@ -327,6 +327,11 @@ CREATE INDEX bucketed_bucket ON bucketed (own_bucket(id));
 SELECT * FROM snowflake_convert_column('bucketed', 'id');
 \echo :LAST_ERROR_SQLSTATE
 DROP TABLE bucketed;
+-- The extension's own functions are not built in either.
+CREATE TABLE stamped (id serial PRIMARY KEY CONSTRAINT recent CHECK (snowflake_timestamp(id) > '2000-01-01'));
+SELECT * FROM snowflake_convert_column('stamped', 'id');
+\echo :LAST_ERROR_SQLSTATE
+DROP TABLE stamped;
 
 -- Only the owner of every table it changes may convert: a role that owns
 -- the key, but not a table that references it, is told which and why.
