@@ -268,6 +268,108 @@ SELECT * FROM snowflake_convert_column('imported', 'id');
 SELECT * FROM columns_now WHERE relname IN ('legacy', 'legacy_items') ORDER BY 1, 2;
 SELECT * FROM sequences_now ORDER BY 1;
 
+-- A superuser converting a key that another role's table references: the
+-- rewrite of that table would check its CHECK constraint on the widened
+-- column, calling that role's function with the superuser's rights.  The
+-- conversion refuses such a definition, before any change; the function
+-- never runs.
+CREATE ROLE regress_convert_planter;
+CREATE SCHEMA convert_planter AUTHORIZATION regress_convert_planter;
+CREATE TABLE accounts (id serial PRIMARY KEY);
+INSERT INTO accounts DEFAULT VALUES;
+GRANT USAGE ON SCHEMA convert_test TO regress_convert_planter;
+GRANT REFERENCES ON accounts TO regress_convert_planter;
+SET ROLE regress_convert_planter;
+CREATE TABLE convert_planter.ran (what text, as_superuser boolean);
+CREATE FUNCTION convert_planter.spy(what text, id bigint) RETURNS boolean
+    LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO convert_planter.ran
+        SELECT what, r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.rolname = current_user;
+    RETURN true;
+END$$;
+CREATE FUNCTION convert_planter.spy_trigger() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM convert_planter.spy('trigger', 0);
+    RETURN NEW;
+END$$;
+CREATE TABLE convert_planter.orders (
+    account_id integer REFERENCES convert_test.accounts
+               CONSTRAINT spied CHECK (convert_planter.spy('check on the key', account_id)),
+    note       integer CHECK (convert_planter.spy('check on another column', note)),
+    made       boolean DEFAULT convert_planter.spy('default', 0)
+);
+CREATE TRIGGER spy BEFORE INSERT OR UPDATE OR DELETE ON convert_planter.orders
+    FOR EACH ROW EXECUTE FUNCTION convert_planter.spy_trigger();
+INSERT INTO convert_planter.orders (account_id, note) VALUES (1, 1);
+DELETE FROM convert_planter.ran;
+RESET ROLE;
+SELECT * FROM snowflake_convert_column('accounts', 'id');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM convert_planter.ran;
+SELECT * FROM columns_now WHERE relname = 'accounts';
+-- Without that constraint the conversion rewrites the table, and none of
+-- its code runs: no other CHECK constraint, no trigger, no default.
+ALTER TABLE convert_planter.orders DROP CONSTRAINT spied;
+SELECT * FROM snowflake_convert_column('accounts', 'id');
+SELECT * FROM convert_planter.ran;
+SELECT format_type(atttypid, atttypmod) AS account_id_type FROM pg_attribute
+ WHERE attrelid = 'convert_planter.orders'::regclass AND attname = 'account_id';
+
+-- An index, exclusion constraint or statistics object on a column that
+-- changes type is parsed again: refused too when it names a function that
+-- is not built in, even the caller's own.
+CREATE FUNCTION own_bucket(id bigint) RETURNS bigint
+    LANGUAGE sql IMMUTABLE RETURN id / 1000;
+CREATE TABLE bucketed (id serial PRIMARY KEY);
+CREATE INDEX bucketed_bucket ON bucketed (own_bucket(id));
+SELECT * FROM snowflake_convert_column('bucketed', 'id');
+\echo :LAST_ERROR_SQLSTATE
+DROP TABLE bucketed;
+-- The extension's own functions are not built in either.
+CREATE TABLE stamped (id serial PRIMARY KEY CONSTRAINT recent CHECK (snowflake_timestamp(id) > '2000-01-01'));
+SELECT * FROM snowflake_convert_column('stamped', 'id');
+\echo :LAST_ERROR_SQLSTATE
+DROP TABLE stamped;
+
+-- Only the owner of every table it changes may convert: a role that owns
+-- the key, but not a table that references it, is told which and why.
+CREATE ROLE regress_convert_owner;
+GRANT USAGE ON SCHEMA convert_test TO regress_convert_owner;
+CREATE TABLE owned (id serial PRIMARY KEY);
+CREATE TABLE owned_refs (owned_id integer REFERENCES owned);
+ALTER TABLE owned OWNER TO regress_convert_owner;
+SET ROLE regress_convert_owner;
+SELECT * FROM snowflake_convert_column('owned', 'id');
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+ALTER TABLE owned_refs OWNER TO regress_convert_owner;
+CREATE TABLE owned_parts (owned_id integer REFERENCES owned, n integer) PARTITION BY LIST (n);
+CREATE TABLE owned_parts_1 PARTITION OF owned_parts FOR VALUES IN (1);
+ALTER TABLE owned_parts OWNER TO regress_convert_owner;
+SET ROLE regress_convert_owner;
+SELECT * FROM snowflake_convert_column('owned', 'id');
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+ALTER TABLE owned_parts_1 OWNER TO regress_convert_owner;
+SET ROLE regress_convert_owner;
+SELECT * FROM snowflake_convert_column('owned', 'id');
+RESET ROLE;
+
+-- READ COMMITTED only: at REPEATABLE READ or SERIALIZABLE its checks would
+-- read the catalog as it was before its locks.
+CREATE TABLE isolated (id serial PRIMARY KEY);
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT * FROM snowflake_convert_column('isolated', 'id');
+\echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT * FROM snowflake_convert_column('isolated', 'id');
+\echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
+SELECT * FROM columns_now WHERE relname = 'isolated';
+
 -- A NULL argument: no conversion, no rows (STRICT).
 SELECT * FROM snowflake_convert_column('legacy', NULL);
 SELECT * FROM snowflake_convert_column(NULL, 'id');
@@ -282,4 +384,7 @@ SELECT p.provolatile, p.proisstrict, p.proparallel, p.prosecdef, p.proconfig,
 RESET search_path;
 SET client_min_messages = warning;
 DROP SCHEMA convert_test CASCADE;
+DROP SCHEMA convert_planter CASCADE;
+DROP OWNED BY regress_convert_planter, regress_convert_owner;
+DROP ROLE regress_convert_planter, regress_convert_owner;
 RESET client_min_messages;
