@@ -29,7 +29,10 @@
 #
 # runs the seven parts, prints the table, then stops and removes the
 # clusters, the build copies and the copy of PostgreSQL with all that was
-# installed into it.  About 5 minutes.
+# installed into it.  About 5 minutes.  Part 8, the snowflake type against
+# bigint, is bench/type.sh's measurement on cluster B with smaller tables
+# (BENCH_TYPE_ROWS 500000, BENCH_TYPE_RUNS 5; its other knobs apply too):
+# about 40 seconds more; BENCH_TYPE_ROWS=0 skips it.
 #
 # Knobs (environment): BENCH_RUNS (7), BENCH_PERCALL_N (2000000),
 # BENCH_SUSTAINED_N (20000000), BENCH_SUSTAINED_RUNS (5), BENCH_BURST_N
@@ -68,6 +71,10 @@ IDLE_CALLS=${BENCH_IDLE_CALLS:-3}
 
 # shellcheck source=bench/lib.sh
 . "$top/bench/lib.sh"
+# Part 8: bench/type.sh's type_measure and type_report, on smaller tables.
+: "${BENCH_TYPE_ROWS:=500000}" "${BENCH_TYPE_RUNS:=5}"
+# shellcheck source=bench/type.sh
+. "$top/bench/type.sh"
 bench_require_root
 
 bench_pg_version "${1:-}"
@@ -417,6 +424,12 @@ lat_max() { lat_col "$1" "$2" | sort -g | tail -1; }
 lat_slow() { lat_col "$1" "$2" | awk '$1 > 500 { n++ } END { print n + 0 }'; }
 lat_res_new=$(lat_col new reservations)
 
+# ---------------------------------------------------------------- part 8
+# The snowflake type against bigint, on cluster B (bench/type.sh).
+if ((TYPE_ROWS > 0)); then
+	type_measure "$port_b"
+fi
+
 # ---------------------------------------------------------------- report
 status_a=$(sql "$port_a" -c "SELECT ids_issued, overflow_waits, reservations FROM snowflake_status()")
 cpu=$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)
@@ -525,6 +538,11 @@ for v in new base; do
 		"$(lat_med "$v" idle)" "$(lat_max "$v" idle)" "$(lat_slow "$v" idle)"
 done
 echo "   reservation records on A during part 7: $lat_res_new"
+if ((TYPE_ROWS > 0)); then
+	echo
+	echo "8. The snowflake type against bigint, as bench/type.sh measures it (cluster B):"
+	type_report "   "
+fi
 
 sf_minus_clock=$(calc "${pc_ns[snowflake_nextval()]} - ${pc_ns[clock_timestamp()]}")
 echo

@@ -9,11 +9,12 @@
 # Builds and installs the extension and bench/noop into a private copy of
 # PostgreSQL (bench/lib.sh), starts one throwaway cluster as the tester
 # user (Unix socket only; snowflake.max_drift = 60000 so that the bit limit
-# never binds) and, with bench/sql/type.sql, loads two identical sets of
+# never binds; shared_buffers = 512MB, so that both sets of tables stay in
+# it) and, with bench/sql/type.sql, loads two identical sets of
 # tables whose keys differ only in type:
 #
 #   t_bigint, t_snowflake  (id bigint|snowflake PRIMARY KEY, v int): the
-#                          same BENCH_TYPE_ROWS IDs (3,000,000), from one
+#                          same BENCH_TYPE_ROWS IDs (2,000,000), from
 #                          snowflake_nextval(n), in ID order
 #   c_bigint, c_snowflake  (cid int PRIMARY KEY, parent bigint|snowflake
 #                          REFERENCES t_...): BENCH_TYPE_CHILDREN children
@@ -23,21 +24,24 @@
 # then VACUUM ANALYZE, prints each operation's plan for both (EXPLAIN, once)
 # and fails if the two differ (a snowflake plan that does not use the index
 # the bigint plan uses), and times, inside the server, in BENCH_TYPE_RUNS
-# rounds (7) after a warm-up round, the kinds alternating which goes first:
+# rounds (9) after a warm-up round; in each round every operation
+# BENCH_TYPE_ALTERNATIONS (8) times in the order A B B A (join_all and the
+# baselines once), the variants turning which is A, each unit a timed
+# statement:
 #
 #   insert          INSERT INTO ins_K (v) VALUES (i), the key DEFAULT
-#                   snowflake_nextval(), BENCH_TYPE_INSERTS (10,000) single
+#                   snowflake_nextval(), BENCH_TYPE_INSERTS (2,000) single
 #                   statements; also into a bigserial key and a uuid key
 #                   DEFAULT gen_random_uuid() (baselines)
 #   insert_child    INSERT INTO c_K, the same count, each row checked by the
 #                   foreign key against t_K's key
 #   lookup          SELECT v FROM t_K WHERE id = k, k a PL/pgSQL variable of
 #                   the key's type (a cached plan with a parameter), for
-#                   BENCH_TYPE_LOOKUPS (20,000) random IDs
+#                   BENCH_TYPE_LOOKUPS (4,000) random IDs
 #   lookup_literal  the same with the ID as a literal, parsed and planned
-#                   each time, BENCH_TYPE_LITERALS (5,000) of them
+#                   each time, BENCH_TYPE_LITERALS (1,000) of them
 #   range           SELECT count(v) FROM t_K WHERE id BETWEEN lo AND hi,
-#                   BENCH_TYPE_WINDOWS (20) windows of BENCH_TYPE_RANGE_ROWS
+#                   BENCH_TYPE_WINDOWS (4) windows of BENCH_TYPE_RANGE_ROWS
 #                   (10,000) rows spread over the table
 #   ts_range        the same windows written as snowflake_timestamp(id) >= a
 #                   AND snowflake_timestamp(id) < b (the planner's rewrite)
@@ -52,23 +56,24 @@
 # read), which must be the same for both kinds.  It reports, per
 # operation, the median time of each kind and the median of the per-round
 # ratios snowflake / bigint, and the sizes of the tables and indexes.
-# About 4 minutes (3 of them the build and the load).
+# About 3 minutes, the build included.
 #
 # bench/run.sh sources this file for its part 8 (type_measure and
 # type_report below, on its cluster B).
 #
 # Knobs (environment): BENCH_TYPE_ROWS, BENCH_TYPE_CHILDREN,
-# BENCH_TYPE_RUNS, BENCH_TYPE_INSERTS, BENCH_TYPE_LOOKUPS,
+# BENCH_TYPE_RUNS, BENCH_TYPE_ALTERNATIONS, BENCH_TYPE_INSERTS, BENCH_TYPE_LOOKUPS,
 # BENCH_TYPE_LITERALS, BENCH_TYPE_WINDOWS, BENCH_TYPE_RANGE_ROWS,
 # BENCH_TYPE_JOIN_CHILDREN, BENCH_TYPE_PERCALL_N (a multiple of 4000).
 
-TYPE_ROWS=${BENCH_TYPE_ROWS:-3000000}
+TYPE_ROWS=${BENCH_TYPE_ROWS:-2000000}
 TYPE_CHILDREN=${BENCH_TYPE_CHILDREN:-$((TYPE_ROWS / 10))}
-TYPE_RUNS=${BENCH_TYPE_RUNS:-7}
-TYPE_INSERTS=${BENCH_TYPE_INSERTS:-10000}
-TYPE_LOOKUPS=${BENCH_TYPE_LOOKUPS:-20000}
-TYPE_LITERALS=${BENCH_TYPE_LITERALS:-5000}
-TYPE_WINDOWS=${BENCH_TYPE_WINDOWS:-20}
+TYPE_RUNS=${BENCH_TYPE_RUNS:-9}
+TYPE_INSERTS=${BENCH_TYPE_INSERTS:-2000}
+TYPE_LOOKUPS=${BENCH_TYPE_LOOKUPS:-4000}
+TYPE_LITERALS=${BENCH_TYPE_LITERALS:-1000}
+TYPE_WINDOWS=${BENCH_TYPE_WINDOWS:-4}
+TYPE_ALTERNATIONS=${BENCH_TYPE_ALTERNATIONS:-8}
 TYPE_RANGE_ROWS=${BENCH_TYPE_RANGE_ROWS:-10000}
 TYPE_JOIN_CHILDREN=${BENCH_TYPE_JOIN_CHILDREN:-1000}
 TYPE_PERCALL_N=${BENCH_TYPE_PERCALL_N:-200000}
@@ -132,14 +137,19 @@ type_measure() {
 
 	note "type: $TYPE_RUNS rounds and a warm-up"
 	t0=$SECONDS
-	sql "$port" -c "SELECT * FROM bench_type_rounds($TYPE_RUNS, $TYPE_INSERTS, $TYPE_LITERALS,
-		$TYPE_PERCALL_N)" >"$clusters/type.runs"
+	sql "$port" -c "SELECT * FROM bench_type_rounds($TYPE_RUNS, $TYPE_ALTERNATIONS, $TYPE_INSERTS,
+		$TYPE_LITERALS, $TYPE_PERCALL_N)" >"$clusters/type.runs"
 	type_rounds_s=$((SECONDS - t0))
+	# Per operation, variant and round: the mean of its units, their check
+	# values summed, the fastest unit.
+	awk -F'|' '{ k = $1 "|" $2 "|" $3; s[k] += $4; c[k] += $5; n[k]++; if (!(k in m) || $4 < m[k]) m[k] = $4 }
+		END { for (k in s) printf "%s|%.4f|%s|%.4f\n", k, s[k] / n[k], c[k], m[k] }' "$clusters/type.runs" |
+		sort -t'|' -k1,1 -k2,2 -k3,3n >"$clusters/type.rounds"
 	# Both kinds read the same values in every round.
 	local differ
 	differ=$(awk -F'|' '$2 == "bigint" || $2 == "snowflake" { v[$1 "|" $3 "|" $2] = $5; k[$1 "|" $3] = 1 }
 		END { for (x in k) if (v[x "|bigint"] != v[x "|snowflake"]) print x ": " v[x "|bigint"] " " v[x "|snowflake"] }' \
-		"$clusters/type.runs")
+		"$clusters/type.rounds")
 	if [ -n "$differ" ]; then
 		echo "bench/type.sh: bigint and snowflake read different values (operation|round: bigint snowflake):" >&2
 		echo "$differ" >&2
@@ -158,12 +168,24 @@ type_measure() {
 
 # type_plan OP KIND FIELD: a column of bench_type_plans()'s row.
 type_plan() { awk -F'|' -v o="$1" -v k="$2" -v f="$3" '$1 == o && $2 == k { print $f }' "$clusters/type.plans"; }
-# The timed runs (run 0 is the warm-up) of one operation and kind.
-type_ms() { awk -F'|' -v o="$1" -v k="$2" '$1 == o && $2 == k && $3 > 0 { print $4 }' "$clusters/type.runs"; }
+# The ms per unit of one operation and kind in each timed round (run 0 is
+# the warm-up).
+type_ms() { awk -F'|' -v o="$1" -v k="$2" '$1 == o && $2 == k && $3 > 0 { print $4 }' "$clusters/type.rounds"; }
+# Its fastest unit of all the timed rounds.
+type_fastest() {
+	awk -F'|' -v o="$1" -v k="$2" '$1 == o && $2 == k && $3 > 0 { print $6 }' "$clusters/type.rounds" |
+		sort -g | head -1
+}
 # The ratio KIND / bigint of each round.
 type_ratios() {
 	awk -F'|' -v o="$1" -v k="$2" '$1 == o && $3 > 0 { if ($2 == k) a[$3] = $4; if ($2 == "bigint") b[$3] = $4 }
-		END { for (r in a) if (r in b && b[r] > 0) printf "%.4f\n", a[r] / b[r] }' "$clusters/type.runs" | sort -g
+		END { for (r in a) if (r in b && b[r] > 0) printf "%.4f\n", a[r] / b[r] }' "$clusters/type.rounds" | sort -g
+}
+# The units of an operation per kind and round.
+type_units() { if [ "$1" = join_all ]; then echo 2; else echo $((2 * TYPE_ALTERNATIONS)); fi; }
+# The mean unit of each round of an operation and kind, round 0 first.
+type_raw() {
+	awk -F'|' -v o="$1" -v k="$2" '$1 == o && $2 == k { printf "%.1f ", $4 }' "$clusters/type.rounds"
 }
 type_size() { awk -F'|' -v r="$1" '$1 == r { print $2 }' "$clusters/type.sizes"; }
 # What one timed unit of an operation holds, and its count.
@@ -180,7 +202,7 @@ type_unit() {
 # type_report [INDENT]: the results of type_measure, as a table.
 type_report() {
 	local ind=${1:-} op kind n what b s ratio rmin rmax e rows
-	echo "${ind}data: $TYPE_ROWS IDs from one snowflake_nextval($TYPE_ROWS), timestamps $type_first_ts" \
+	echo "${ind}data: $TYPE_ROWS IDs from snowflake_nextval(n), timestamps $type_first_ts" \
 		"to $type_last_ts UTC,"
 	echo "${ind}  the same in t_bigint and t_snowflake; $TYPE_CHILDREN children, loaded and VACUUM ANALYZEd" \
 		"in ${type_load_s} s"
@@ -198,11 +220,12 @@ type_report() {
 	printf "%s  %-15s %s\n" "$ind" "" "(lookup: the generic plan of PREPARE ... WHERE id = \$1, \$1 of the key's type)"
 	printf "%s  ts_range's index condition, snowflake: %s\n" "$ind" "$(type_plan ts_range snowflake 4)"
 	echo
-	echo "${ind}Time, server-side, median of $TYPE_RUNS interleaved rounds; ratio: snowflake / bigint of each"
-	echo "${ind}round, median and range; per: microseconds per row, lookup or statement, bigint then snowflake"
-	echo "${ind}(rows: the rows a statement finds, on average)"
-	printf "%s  %-15s %-17s %9s %9s %9s %9s %7s %13s %7s\n" "$ind" "operation" "unit" "bigint" "snowflake" \
-		"per, us" "per, us" "ratio" "range" "rows"
+	echo "${ind}Time, server-side, $TYPE_RUNS rounds; in each, every unit $((2 * TYPE_ALTERNATIONS)) times per kind, in $TYPE_ALTERNATIONS turns of"
+	echo "${ind}A B B A (join_all: one turn): medians of the rounds' means, ms per unit and microseconds per row,"
+	echo "${ind}lookup or statement (bigint, then snowflake); ratio: snowflake / bigint of each round's means,"
+	echo "${ind}median and range; fastest: of the fastest units; rows: the rows a statement finds, on average"
+	printf "%s  %-15s %-17s %9s %9s %9s %9s %7s %13s %7s %7s\n" "$ind" "operation" "unit" "bigint" "snowflake" \
+		"per, us" "per, us" "ratio" "range" "fastest" "rows"
 	for op in "${type_ops[@]}"; do
 		read -r n what <<<"$(type_unit "$op")"
 		b=$(type_ms "$op" bigint | median)
@@ -211,13 +234,15 @@ type_report() {
 		rmin=$(type_ratios "$op" snowflake | head -1)
 		rmax=$(type_ratios "$op" snowflake | tail -1)
 		case $what in
-			statement) rows=$(awk -F'|' -v o="$op" -v n="$n" '$1 == o && $2 == "bigint" { print $5 / n; exit }' \
-				"$clusters/type.runs") ;;
+			# (the check value is the sum of the round's units' counts)
+			statement) rows=$(awk -F'|' -v o="$op" -v n="$n" -v u="$(type_units "$op")" \
+				'$1 == o && $2 == "bigint" { print $5 / n / u; exit }' "$clusters/type.rounds") ;;
 			*) rows=- ;;
 		esac
-		printf "%s  %-15s %-17s %7.1fms %7.1fms %9.2f %9.2f %7.3f %13s %7s\n" "$ind" "$op" "$n $what$( ((n == 1)) || echo s)" "$b" "$s" \
-			"$(calc "$b * 1000 / $n")" "$(calc "$s * 1000 / $n")" \
-			"$ratio" "$(fmt "%.3f" "$rmin")-$(fmt "%.3f" "$rmax")" "$rows"
+		printf "%s  %-15s %-17s %7.1fms %7.1fms %9.2f %9.2f %7.3f %13s %7.3f %7s\n" "$ind" "$op" \
+			"$n $what$( ((n == 1)) || echo s)" "$b" "$s" "$(calc "$b * 1000 / $n")" "$(calc "$s * 1000 / $n")" \
+			"$ratio" "$(fmt "%.3f" "$rmin")-$(fmt "%.3f" "$rmax")" \
+			"$(calc "$(type_fastest "$op" snowflake) / $(type_fastest "$op" bigint)")" "$rows"
 	done
 	b=$(type_ms insert bigint | median)
 	echo "${ind}  INSERT baselines, the same $TYPE_INSERTS single-row INSERTs, per row, and against a bigint key"
@@ -265,16 +290,14 @@ type_report() {
 	printf "%s  %-50s %-22s %-14s %s\n" "$ind" "INSERT per row, ratio (median)" "$(fmt "%.3f" "$r")x" \
 		"0.95-1.05x" "$(pass_if "$r >= 0.95 && $r <= 1.05")"
 	echo
-	echo "${ind}Raw runs, ms (run 0, the warm-up, not counted):"
+	echo "${ind}Raw runs, ms per unit, the mean of each round's units (round 0, the warm-up, not counted):"
 	for op in "${type_ops[@]}"; do
 		for kind in bigint snowflake; do
-			printf "%s  %-15s %-10s %s\n" "$ind" "$op" "$kind" \
-				"$(awk -F'|' -v o="$op" -v k="$kind" '$1 == o && $2 == k { printf "%.1f ", $4 }' "$clusters/type.runs")"
+			printf "%s  %-15s %-10s %s\n" "$ind" "$op" "$kind" "$(type_raw "$op" "$kind")"
 		done
 	done
 	for kind in bigserial uuid; do
-		printf "%s  %-15s %-10s %s\n" "$ind" insert "$kind" \
-			"$(awk -F'|' -v k="$kind" '$1 == "insert" && $2 == k { printf "%.1f ", $4 }' "$clusters/type.runs")"
+		printf "%s  %-15s %-10s %s\n" "$ind" insert "$kind" "$(type_raw insert "$kind")"
 	done
 	echo "${ind}  time: load ${type_load_s} s, rounds ${type_rounds_s} s"
 }
@@ -299,8 +322,8 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 
 	bench_clusters_dir /tmp/sf-bench-type-clusters
 	port=$(free_port 54380)
-	note "starting a cluster (snowflake.max_drift = 60000) on port $port"
-	bench_start type "$port" snowflake "snowflake.max_drift = 60000"
+	note "starting a cluster (snowflake.max_drift = 60000, shared_buffers = 512MB) on port $port"
+	bench_start type "$port" snowflake "snowflake.max_drift = 60000" "shared_buffers = 512MB"
 	sql "$port" -c "CREATE EXTENSION snowflake"
 	sql "$port" -f "$SNOWFLAKE_WORKDIR/bench/sql/setup.sql" >/dev/null
 

@@ -15,7 +15,7 @@ CREATE TABLE bench_type_windows (j int PRIMARY KEY, lo bigint, hi bigint, lo_ts 
                                  hi_ts timestamptz, c_lo int, c_hi int);
 
 -- The data both kinds share, made once: n IDs from snowflake_nextval(n)
--- with their rank, "children" children each with a random parent, the
+-- (in batches of at most a million, its limit) with their rank, "children" children each with a random parent, the
 -- probes of the point lookups (random IDs) and the windows of the range,
 -- timestamp and join statements (spread evenly over the table).
 CREATE FUNCTION bench_type_data(n int, children int, lookups int, windows int,
@@ -28,7 +28,9 @@ BEGIN
             windows, range_rows, join_children, n, children;
     END IF;
     CREATE TABLE bench_type_ids AS
-        SELECT row_number() OVER (ORDER BY id) AS rn, id FROM snowflake_nextval(n) AS id;
+        SELECT row_number() OVER (ORDER BY id) AS rn, id
+          FROM generate_series(0, (n - 1) / 1000000) AS b,
+               LATERAL snowflake_nextval(least(1000000, n - b * 1000000)) AS id;
     CREATE UNIQUE INDEX ON bench_type_ids (rn);
     CREATE TABLE bench_type_children AS
         SELECT c.cid, i.id AS parent
@@ -233,42 +235,49 @@ END $$;
 
 -- The rounds: run 0 a warm-up, then "runs" rounds; in each, every
 -- operation on both kinds (the INSERT on the baselines' keys too) and the
--- per-call baselines of bench/run.sh's part 1 statement, the order of the
--- kinds turning from round to round so that neither always goes first.
--- reps: the INSERTs per insert unit, literal lookups per unit; percall_n:
--- the calls of each per-call baseline.
-CREATE FUNCTION bench_type_rounds(runs int, reps int, literal_reps int, percall_n bigint)
+-- per-call baselines of bench/run.sh's part 1 statement.  Each operation
+-- runs "alternations" times in the order A B B A (with more variants
+-- A B C D D C B A), the variant that is A turning each time, so that a load
+-- that comes and goes on the machine weighs on every variant alike;
+-- join_all and the per-call baselines, whose units are longer, once.
+-- reps: the INSERTs per insert unit, literal_reps the literal lookups per
+-- unit; percall_n: the calls of each per-call baseline.
+CREATE FUNCTION bench_type_rounds(runs int, alternations int, reps int, literal_reps int,
+                                  percall_n bigint)
 RETURNS TABLE (op text, kind text, run int, ms float8, check_value bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
     ops text[] := ARRAY['insert', 'insert_child', 'lookup', 'lookup_literal', 'range',
-                        'ts_range', 'join_window', 'join_all'];
-    kinds text[];
+                        'ts_range', 'join_window', 'join_all', 'percall'];
     exprs text[] := ARRAY['1', 'snowflake_bench_noop()', 'snowflake_nextval()',
                           'nextval(''bench_seq'')', 'gen_random_uuid()'];
+    kinds text[];
+    turn text[];
     n int;
 BEGIN
     FOR r IN 0..runs LOOP
         run := r;
         FOREACH op IN ARRAY ops LOOP
-            kinds := CASE WHEN op = 'insert' THEN ARRAY['bigint', 'snowflake', 'bigserial', 'uuid']
-                          ELSE ARRAY['bigint', 'snowflake'] END;
+            kinds := CASE op WHEN 'insert' THEN ARRAY['bigint', 'snowflake', 'bigserial', 'uuid']
+                             WHEN 'percall' THEN exprs
+                             ELSE ARRAY['bigint', 'snowflake'] END;
             n := array_length(kinds, 1);
-            FOR i IN 0..n - 1 LOOP
-                kind := kinds[1 + (i + r) % n];
-                SELECT o.ms, o.check_value INTO ms, check_value
-                  FROM bench_type_op(op, kind,
-                                     CASE WHEN op = 'lookup_literal' THEN literal_reps ELSE reps END) AS o;
-                RETURN NEXT;
+            FOR a IN 1..CASE WHEN op IN ('join_all', 'percall') THEN 1 ELSE alternations END LOOP
+                turn := ARRAY(SELECT kinds[1 + (i + r + a) % n] FROM generate_series(0, n - 1) AS i);
+                turn := turn || ARRAY(SELECT turn[i] FROM generate_series(n, 1, -1) AS i);
+                FOREACH kind IN ARRAY turn LOOP
+                    IF op = 'percall' THEN
+                        ms := bench_ms(bench_query(kind, percall_n));
+                        check_value := NULL;
+                    ELSE
+                        SELECT o.ms, o.check_value INTO ms, check_value
+                          FROM bench_type_op(op, kind,
+                                             CASE WHEN op = 'lookup_literal' THEN literal_reps
+                                                  ELSE reps END) AS o;
+                    END IF;
+                    RETURN NEXT;
+                END LOOP;
             END LOOP;
-        END LOOP;
-        op := 'percall';
-        check_value := NULL;
-        n := array_length(exprs, 1);
-        FOR i IN 0..n - 1 LOOP
-            kind := exprs[1 + (i + r) % n];
-            ms := bench_ms(bench_query(kind, percall_n));
-            RETURN NEXT;
         END LOOP;
     END LOOP;
 END $$;
