@@ -21,9 +21,10 @@
 #                          (ROWS / 10), each with a random parent, the same
 #                          in both, and an index on parent
 #
-# then VACUUM ANALYZE, prints each operation's plan for both (EXPLAIN, once)
-# and fails if the two differ (a snowflake plan that does not use the index
-# the bigint plan uses), and times, inside the server, in BENCH_TYPE_RUNS
+# then VACUUM ANALYZE (the tables have autovacuum off, so the statistics
+# stay as this leaves them), compares each statement's plan for both
+# (EXPLAIN, before and after the rounds) and fails if the two differ or a
+# snowflake lookup or range does not scan its primary key, and times, inside the server, in BENCH_TYPE_RUNS
 # rounds (9) after a warm-up round; in each round every operation
 # BENCH_TYPE_ALTERNATIONS (8) times in the order A B B A (join_all and the
 # baselines once), the variants turning which is A, each unit a timed
@@ -108,38 +109,15 @@ type_measure() {
 		exit 1
 	fi
 
-	note "type: plans (EXPLAIN, once)"
-	sql "$port" -c "SELECT op, kind, shape, coalesce(index_cond, '-') FROM bench_type_plans()" \
-		>"$clusters/type.plans"
-	local op b s bad=0
-	for op in lookup lookup_literal range ts_range join_window join_all; do
-		b=$(type_plan "$op" bigint 3)
-		s=$(type_plan "$op" snowflake 3)
-		if [ -z "$b" ] || [ "$b" != "$s" ]; then
-			echo "bench/type.sh: the plans of $op differ (K: the key's type):" >&2
-			echo "  bigint:    $b" >&2
-			echo "  snowflake: $s" >&2
-			bad=1
-		fi
-	done
-	# The statements that read a few rows by key must use the key's index.
-	for op in lookup lookup_literal range ts_range join_window; do
-		case $(type_plan "$op" snowflake 3) in
-			*"Index Scan using t_K_pkey"* | *"Index Only Scan using t_K_pkey"*) ;;
-			*)
-				echo "bench/type.sh: the snowflake plan of $op does not scan t_snowflake_pkey:" \
-					"$(type_plan "$op" snowflake 3)" >&2
-				bad=1
-				;;
-		esac
-	done
-	if ((bad)); then exit 1; fi
-
+	note "type: plans (EXPLAIN)"
+	type_check_plans "$port" before
 	note "type: $TYPE_RUNS rounds and a warm-up"
 	t0=$SECONDS
 	sql "$port" -c "SELECT * FROM bench_type_rounds($TYPE_RUNS, $TYPE_ALTERNATIONS, $TYPE_INSERTS,
 		$TYPE_LITERALS, $TYPE_PERCALL_N)" >"$clusters/type.runs"
 	type_rounds_s=$((SECONDS - t0))
+	# The plans again: the rounds' INSERTs must not have changed them.
+	type_check_plans "$port" after
 	# Per operation, variant and round: the mean of its units, their check
 	# values summed, the fastest unit.
 	awk -F'|' '{ k = $1 "|" $2 "|" $3; s[k] += $4; c[k] += $5; n[k]++; if (!(k in m) || $4 < m[k]) m[k] = $4 }
@@ -166,8 +144,47 @@ type_measure() {
 		  FROM t_bigint")
 }
 
-# type_plan OP KIND FIELD: a column of bench_type_plans()'s row.
-type_plan() { awk -F'|' -v o="$1" -v k="$2" -v f="$3" '$1 == o && $2 == k { print $f }' "$clusters/type.plans"; }
+# type_check_plans PORT WHEN: bench_type_plans() into $clusters/type.plans
+# (WHEN: before or after the rounds); exits if a statement's plan differs
+# between the kinds, or if a snowflake lookup or range (by ID or by
+# timestamp) does not scan the key's index.
+type_check_plans() {
+	local port=$1 when=$2 op j b s bad=0
+	sql "$port" -c "SELECT op, kind, j, shape, coalesce(index_cond, '-') FROM bench_type_plans()" \
+		>"$clusters/type.plans"
+	while IFS='|' read -r op j; do
+		b=$(type_plan "$op" bigint 4 "$j")
+		s=$(type_plan "$op" snowflake 4 "$j")
+		if [ -z "$b" ] || [ "$b" != "$s" ]; then
+			echo "bench/type.sh: the plans of $op (window $j) differ $when the rounds (K: the key's type):" >&2
+			echo "  bigint:    $b" >&2
+			echo "  snowflake: $s" >&2
+			bad=1
+		fi
+		# (The joins: the planner picks by the tables' sizes, for both alike.)
+		case $op:$s in
+			join_*) ;;
+			*:*"Index Scan using t_K_pkey"* | *:*"Index Only Scan using t_K_pkey"*) ;;
+			*)
+				echo "bench/type.sh: the snowflake plan of $op (window $j) does not scan t_snowflake_pkey" \
+					"$when the rounds: $s" >&2
+				bad=1
+				;;
+		esac
+	done < <(awk -F'|' '{ print $1 "|" $3 }' "$clusters/type.plans" | sort -u)
+	if ((bad)); then exit 1; fi
+}
+# type_plan OP KIND FIELD [WINDOW]: a column of bench_type_plans()'s row
+# (the first window's, unless WINDOW).
+type_plan() {
+	awk -F'|' -v o="$1" -v k="$2" -v f="$3" -v j="${4:-1}" '$1 == o && $2 == k && $3 == j { print $f }' \
+		"$clusters/type.plans"
+}
+# The distinct plans of an operation's windows, for one kind.
+type_plan_shapes() {
+	awk -F'|' -v o="$1" -v k="$2" '$1 == o && $2 == k && !seen[$4]++ { print $4 }' "$clusters/type.plans" |
+		paste -sd';' | sed 's/;/; /g'
+}
 # The ms per unit of one operation and kind in each timed round (run 0 is
 # the warm-up).
 type_ms() { awk -F'|' -v o="$1" -v k="$2" '$1 == o && $2 == k && $3 > 0 { print $4 }' "$clusters/type.rounds"; }
@@ -213,12 +230,13 @@ type_report() {
 		printf "%s            %-18s %10.1f %10.1f %8.3f\n" "$ind" "$step" "$b" "$s" "$(calc "$s / $b")"
 	done < <(awk -F'|' '$1 == "bigint" { print $2 }' "$clusters/type.load")
 	echo
-	echo "${ind}Plans, EXPLAIN once (t_K: t_bigint or t_snowflake; the same for both, or the run fails):"
+	echo "${ind}Plans, EXPLAIN of every statement before and after the rounds (t_K: t_bigint or t_snowflake;"
+	echo "${ind}the same for both, or the run fails; lookup: the generic plan of PREPARE ... WHERE id = \$1,"
+	echo "${ind}\$1 of the key's type; the window statements: every window's, here the distinct ones):"
 	for op in lookup lookup_literal range ts_range join_window join_all; do
-		printf "%s  %-15s %s\n" "$ind" "$op" "$(type_plan "$op" snowflake 3)"
+		printf "%s  %-15s %s\n" "$ind" "$op" "$(type_plan_shapes "$op" snowflake)"
 	done
-	printf "%s  %-15s %s\n" "$ind" "" "(lookup: the generic plan of PREPARE ... WHERE id = \$1, \$1 of the key's type)"
-	printf "%s  ts_range's index condition, snowflake: %s\n" "$ind" "$(type_plan ts_range snowflake 4)"
+	printf "%s  ts_range's index condition, snowflake: %s\n" "$ind" "$(type_plan ts_range snowflake 5)"
 	echo
 	echo "${ind}Time, server-side, $TYPE_RUNS rounds; in each, every unit $((2 * TYPE_ALTERNATIONS)) times per kind, in $TYPE_ALTERNATIONS turns of"
 	echo "${ind}A B B A (join_all: one turn): medians of the rounds' means, ms per unit and microseconds per row,"
