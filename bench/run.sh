@@ -30,9 +30,10 @@
 # runs the seven parts, prints the table, then stops and removes the
 # clusters, the build copies and the copy of PostgreSQL with all that was
 # installed into it.  About 5 minutes.  Part 8, the snowflake type against
-# bigint, is bench/type.sh's measurement on cluster B with smaller tables
-# (BENCH_TYPE_ROWS 500000, BENCH_TYPE_RUNS 5; its other knobs apply too):
-# about 40 seconds more; BENCH_TYPE_ROWS=0 skips it.
+# bigint, is bench/type.sh's measurement on cluster B, smaller
+# (BENCH_TYPE_ROWS 500000, BENCH_TYPE_RUNS 5, BENCH_TYPE_ALTERNATIONS 4,
+# BENCH_TYPE_JOIN_CHILDREN 200; its other knobs apply too): about 40
+# seconds more; BENCH_TYPE_ROWS=0 skips it.
 #
 # Knobs (environment): BENCH_RUNS (7), BENCH_PERCALL_N (2000000),
 # BENCH_SUSTAINED_N (20000000), BENCH_SUSTAINED_RUNS (5), BENCH_BURST_N
@@ -71,8 +72,9 @@ IDLE_CALLS=${BENCH_IDLE_CALLS:-3}
 
 # shellcheck source=bench/lib.sh
 . "$top/bench/lib.sh"
-# Part 8: bench/type.sh's type_measure and type_report, on smaller tables.
-: "${BENCH_TYPE_ROWS:=500000}" "${BENCH_TYPE_RUNS:=5}"
+# Part 8: bench/type.sh's type_measure and type_report, smaller.
+: "${BENCH_TYPE_ROWS:=500000}" "${BENCH_TYPE_RUNS:=5}" "${BENCH_TYPE_ALTERNATIONS:=4}"
+: "${BENCH_TYPE_JOIN_CHILDREN:=200}"
 # shellcheck source=bench/type.sh
 . "$top/bench/type.sh"
 bench_require_root
