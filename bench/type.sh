@@ -57,15 +57,16 @@
 # read), which must be the same for both kinds.  It reports, per
 # operation, the median time of each kind and the median of the per-round
 # ratios snowflake / bigint, and the sizes of the tables and indexes.
-# About 3 minutes, the build included.
+# About 2 to 3 minutes on the shared 2-CPU machine, the build included.
 #
 # bench/run.sh sources this file for its part 8 (type_measure and
 # type_report below, on its cluster B).
 #
-# Knobs (environment): BENCH_TYPE_ROWS, BENCH_TYPE_CHILDREN,
-# BENCH_TYPE_RUNS, BENCH_TYPE_ALTERNATIONS, BENCH_TYPE_INSERTS, BENCH_TYPE_LOOKUPS,
-# BENCH_TYPE_LITERALS, BENCH_TYPE_WINDOWS, BENCH_TYPE_RANGE_ROWS,
-# BENCH_TYPE_JOIN_CHILDREN, BENCH_TYPE_PERCALL_N (a multiple of 4000).
+# Knobs (environment; defaults above): BENCH_TYPE_ROWS, BENCH_TYPE_CHILDREN,
+# BENCH_TYPE_RUNS, BENCH_TYPE_ALTERNATIONS, BENCH_TYPE_INSERTS,
+# BENCH_TYPE_LOOKUPS, BENCH_TYPE_LITERALS, BENCH_TYPE_WINDOWS,
+# BENCH_TYPE_RANGE_ROWS, BENCH_TYPE_JOIN_CHILDREN, BENCH_TYPE_PERCALL_N (a
+# multiple of 4000).
 
 TYPE_ROWS=${BENCH_TYPE_ROWS:-2000000}
 TYPE_CHILDREN=${BENCH_TYPE_CHILDREN:-$((TYPE_ROWS / 10))}
