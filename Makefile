@@ -42,8 +42,9 @@ DATA_built = $(OLD_VERSION_SCRIPTS)
 DATA = $(CURRENT_SCRIPT) $(UPGRADE_CHAIN)
 EXTRA_CLEAN = test/unit/core_test test/unit/core_test_sanitize fence_probe.log $(OBJS:.o=.d) output_iso_one_slot/ tmp_check_iso_one_slot/
 
-REGRESS = api decode errors status install_versions leases lease_calls convert privileges time_bounds batch \
-	workers_visibility planner replication parallel_workers
+REGRESS = api decode errors status install_versions leases lease_calls convert convert_type privileges \
+	time_bounds batch workers_visibility planner snowflake_type snowflake_type_sqljson replication \
+	parallel_workers text_forms
 # Inputs under test/: test/sql, test/specs and test/expected.
 REGRESS_OPTS = --inputdir=test --temp-instance=tmp_check_regress --temp-config=test/conf/regress.conf
 ISOLATION = slot_claims interleaved_nextval lease_no_blocking
@@ -112,7 +113,8 @@ $(OLD_VERSION_SCRIPTS): snowflake--%.sql: src/sql/snowflake--old-version.sql.in 
 CORE_SRCS = $(CORE_OBJS:.o=.cpp)
 UNITTEST_CXXFLAGS = -std=c++17 -g $(WARNINGS) $(CORE_CPPFLAGS)
 CORE_TESTS = test/unit/core_test.cpp test/unit/lease_rules_test.cpp test/unit/time_range_test.cpp \
-	test/unit/holder_text_test.cpp test/unit/extension_version_test.cpp
+	test/unit/holder_text_test.cpp test/unit/extension_version_test.cpp \
+	test/unit/decimal_text_test.cpp test/unit/text_forms_test.cpp test/unit/horizon_test.cpp
 test/unit/core_test: $(CORE_TESTS) $(CORE_SRCS) src/core/*.hpp
 	$(CXX) $(UNITTEST_CXXFLAGS) -O1 -o $@ $(CORE_TESTS) $(CORE_SRCS) \
 		-lgtest -lgtest_main -pthread

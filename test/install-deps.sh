@@ -29,6 +29,7 @@ packages=(
 	postgresql-15-auto-failover # pg_auto_failover 2.0 and pg_autoctl, for 037_pg_auto_failover.pl
 	pgbouncer                 # 036_pgbouncer.pl starts its own, in transaction mode
 	sqlsmith                  # the fuzz tier's random queries (test/fuzz/run.sh)
+	prometheus-postgres-exporter # postgres_exporter 0.11, which 056_metrics_exporter.pl runs
 	# The clients tier (test/clients/):
 	python3-psycopg           # psycopg 3
 	python3-psycopg2          # the driver SQLAlchemy 1.4 and Django 3.2 use
@@ -55,21 +56,24 @@ if [ ${#missing[@]} -gt 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-	# Where services start, Debian's pgbouncer starts one on port 6432 and
-	# enables it; the test needs none, so stop it and keep it from starting.
-	# (systemctl disables offline too, the unit's and the init script's links.)
-	if [[ " ${missing[*]} " == *" pgbouncer "* ]]; then
+	# Where services start, Debian's pgbouncer (port 6432) and
+	# prometheus-postgres-exporter (port 9187, on every interface) start one
+	# and enable it; the tests start their own, so stop them and keep them
+	# from starting.  (systemctl disables offline too, the unit's and the
+	# init script's links.)
+	for service in pgbouncer prometheus-postgres-exporter; do
+		[[ " ${missing[*]} " == *" $service "* ]] || continue
 		if [ -d /run/systemd/system ]; then
-			systemctl stop pgbouncer.service >/dev/null 2>&1 || true
-		elif [ -x /etc/init.d/pgbouncer ]; then
-			/etc/init.d/pgbouncer stop >/dev/null 2>&1 || true
+			systemctl stop "$service.service" >/dev/null 2>&1 || true
+		elif [ -x "/etc/init.d/$service" ]; then
+			"/etc/init.d/$service" stop >/dev/null 2>&1 || true
 		fi
 		if command -v systemctl >/dev/null 2>&1; then
-			systemctl disable pgbouncer.service >/dev/null 2>&1 || true
+			systemctl disable "$service.service" >/dev/null 2>&1 || true
 		else
-			update-rc.d pgbouncer disable >/dev/null 2>&1 || true
+			update-rc.d "$service" disable >/dev/null 2>&1 || true
 		fi
-	fi
+	done
 fi
 
 # node-postgres, into the tree (test/clients/node/node_modules), exactly as

@@ -180,6 +180,12 @@ package_check() {
 	done <<<"$block"
 	local debs=("$dir"/postgresql-15-snowflake_*.deb)
 	echo "package: built and installed ${debs[*]##*/}"
+	# docs/operations.md names where the package puts the exporter's queries.
+	[ -f /usr/share/doc/postgresql-15-snowflake/snowflake_queries.yaml ] || {
+		echo "package: no /usr/share/doc/postgresql-15-snowflake/snowflake_queries.yaml"
+		dpkg --purge postgresql-15-snowflake >/dev/null
+		return 1
+	}
 	as_tester make -s clean >/dev/null
 	local status=0
 	as_tester debian/tests/installcheck || status=$?

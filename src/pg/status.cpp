@@ -30,6 +30,7 @@ extern "C"
 #include "utils/uuid.h"
 }
 
+#include "core/horizon.hpp"
 #include "core/layout.hpp"
 #include "pg/clock.hpp"
 #include "pg/registry/registry_slots.hpp"
@@ -46,13 +47,13 @@ PG_FUNCTION_INFO_V1(snowflake_worker_slots);
 
 /*
  * The columns of snowflake_status() in each version's declaration: 1.0
- * had 12, 1.1 16, 1.2 18, 1.3 on 22.  A database not yet updated calls the
+ * had 12, 1.1 16, 1.2 18, 1.3 to 1.5 22, 1.6 on 25.  A database not yet updated calls the
  * library with its older declaration: heap_form_tuple() takes the first
  * natts of the values, so one row of kStatusColumns serves every version,
  * as long as each version only added columns at the end.
  */
-static constexpr int kStatusColumns = 22;
-static constexpr int kStatusColumnsByVersion[] = {12, 16, 18, kStatusColumns};
+static constexpr int kStatusColumns = 25;
+static constexpr int kStatusColumnsByVersion[] = {12, 16, 18, 22, kStatusColumns};
 
 /* The counters of the worker slots and the sessions attached to them. */
 struct SlotCounts
@@ -100,6 +101,18 @@ CountSlots(SharedState *state)
 			counts.ids_issued += pg_atomic_read_u64(&attachment->ids_issued);
 	}
 	return counts;
+}
+
+/*
+ * The horizon as a timestamptz: infinity past timestamptz's range, where a
+ * layout of more than 53 timestamp bits ends.
+ */
+static Datum
+HorizonDatum(int64 horizon_unix_ms)
+{
+	if (horizon_unix_ms >= END_TIMESTAMP / 1000 + kPostgresEpochUnixMs)
+		return TimestampTzGetDatum(DT_NOEND);
+	return TimestampTzGetDatum(UnixMsToTimestampTz(horizon_unix_ms));
 }
 
 /* The row type of the caller's declaration; ERROR for one no version had. */
@@ -165,6 +178,14 @@ snowflake_status(PG_FUNCTION_ARGS)
 	values[i++] = TimestampTzGetDatum(last_round);
 	nulls[i] = problems == nullptr;
 	values[i++] = problems != nullptr ? CStringGetTextDatum(problems) : Datum(0);
+	/* 1.6 */
+	int64		now_unix_ms = NowUnixMs();
+
+	nulls[i] = !state->reservation_known;
+	values[i++] = Int64GetDatum(
+		Max(INT64CONST(0), layout.epoch_ms + ReservedUntil(state) - now_unix_ms));
+	values[i++] = HorizonDatum(snowflake::HorizonUnixMs(layout));
+	values[i++] = Int64GetDatum(snowflake::MsUntilHorizon(layout, now_unix_ms) / 1000);
 	Assert(i == kStatusColumns);
 	/* An older declaration takes the first tupdesc->natts values (see above). */
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));

@@ -174,28 +174,45 @@ COMMENT ON FUNCTION snowflake_id_interval(interval) IS
 -- (as text's serve varchar), every function that takes a bigint ID takes it
 -- unchanged, and ALTER COLUMN ... TYPE snowflake on a bigint column
 -- rewrites neither the table nor its indexes.  docs/snowflake-type.md.
--- The input, output, send and receive functions are bigint's own.
+-- The input, output, send and receive functions call bigint's own
+-- (src/pg/type/snowflake_io.cpp).
+-- The type's name must be free in the extension's schema: a table named
+-- snowflake there has a row type of that name.  Say so, with what to do,
+-- instead of CREATE TYPE's bare "already exists".
+DO $free$
+BEGIN
+    IF EXISTS (SELECT FROM pg_catalog.pg_type AS t
+                WHERE t.typname OPERATOR(pg_catalog.=) 'snowflake'
+                  AND t.typnamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace) THEN
+        RAISE EXCEPTION 'schema "%" already has a type named "snowflake"', '@extschema@'
+              USING ERRCODE = 'duplicate_object',
+                    DETAIL = 'Version 1.6 adds the type snowflake to the extension''s schema; a table named snowflake has a row type of that name.',
+                    HINT = 'Rename the table or type, then run the command again.';
+    END IF;
+END
+$free$;
+
 CREATE TYPE snowflake;
 
 CREATE FUNCTION snowflake_in(cstring)
 RETURNS snowflake
-AS 'int8in'
-LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_in'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE FUNCTION snowflake_out(snowflake)
 RETURNS cstring
-AS 'int8out'
-LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_out'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE FUNCTION snowflake_recv(internal)
 RETURNS snowflake
-AS 'int8recv'
-LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_recv'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE FUNCTION snowflake_send(snowflake)
 RETURNS bytea
-AS 'int8send'
-LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_send'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE TYPE snowflake (
     INPUT = snowflake_in,
@@ -214,8 +231,9 @@ COMMENT ON TYPE snowflake IS
 
 -- snowflake to bigint is implicit, so that every operator, operator class
 -- and function of bigint applies; bigint to snowflake only on assignment
--- (DEFAULT snowflake_nextval(), INSERT, UPDATE), since implicit casts both
--- ways would make id = 123 ambiguous.  An integer literal becomes a
+-- (DEFAULT snowflake_nextval(), INSERT, UPDATE): with implicit casts both
+-- ways, an expression mixing the two would take the type of whichever
+-- comes first.  An integer literal becomes a
 -- snowflake implicitly, so that COALESCE(id, 0) stays a snowflake.
 CREATE CAST (snowflake AS bigint) WITHOUT FUNCTION AS IMPLICIT;
 
@@ -223,8 +241,8 @@ CREATE CAST (bigint AS snowflake) WITHOUT FUNCTION AS ASSIGNMENT;
 
 CREATE FUNCTION snowflake(integer)
 RETURNS snowflake
-AS 'int48'
-LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_from_integer'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 COMMENT ON FUNCTION snowflake(integer) IS
     'Converts an integer to a snowflake';
@@ -232,6 +250,28 @@ COMMENT ON FUNCTION snowflake(integer) IS
 CREATE CAST (integer AS snowflake) WITH FUNCTION snowflake(integer) AS IMPLICIT;
 
 CREATE CAST (snowflake AS timestamptz) WITH FUNCTION snowflake_timestamp(bigint);
+
+-- Compact text forms of an ID, for URLs and logs: base32hex (RFC 4648's
+-- alphabet 0-9A-V), crockford (Crockford's base32) and base62 (0-9A-Za-z),
+-- written at a fixed width (13, 13 and 11 characters), zero-padded, so
+-- that under the C collation the text sorts as the IDs do; and decimal,
+-- the type's own text.  Reading is strict: the full width, no sign, no
+-- separator.  The forms are src/core/text_forms.hpp; docs/reference.md.
+CREATE FUNCTION snowflake_to_text(id bigint, format text)
+RETURNS text
+AS 'MODULE_PATHNAME', 'snowflake_to_text'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_to_text(bigint, text) IS
+    'Writes a snowflake ID in a text form: base32hex, crockford or base62 (fixed width, sorting as the IDs do under the C collation), or decimal';
+
+CREATE FUNCTION snowflake_from_text(input text, format text)
+RETURNS snowflake
+AS 'MODULE_PATHNAME', 'snowflake_from_text'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_from_text(text, text) IS
+    'Reads a snowflake ID in a text form of snowflake_to_text(): base32hex, crockford, base62 or decimal';
 
 --
 -- Comparisons of an ID's timestamp, served by indexes on the ID
@@ -342,13 +382,16 @@ CREATE FUNCTION snowflake_status(OUT epoch timestamptz,
                                  OUT sessions_attached integer,
                                  OUT slots_shared integer,
                                  OUT registry_last_round timestamptz,
-                                 OUT registry_problem text)
+                                 OUT registry_problem text,
+                                 OUT reserved_ahead_ms bigint,
+                                 OUT horizon timestamptz,
+                                 OUT horizon_seconds bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'snowflake_status'
 LANGUAGE C VOLATILE PARALLEL SAFE;
 
 COMMENT ON FUNCTION snowflake_status() IS
-    'Reports the layout, worker slots and their sessions, the reservation, clock steps and the node registry';
+    'Reports the layout and its horizon, worker slots and their sessions, the reservation, clock steps and the node registry';
 
 CREATE FUNCTION snowflake_worker_slots(OUT worker_id integer,
                                        OUT pid integer,
@@ -769,6 +812,410 @@ $convert$;
 
 COMMENT ON FUNCTION snowflake_convert_column(regclass, name) IS
     'Converts a serial or identity column, and the columns that reference it, to bigint DEFAULT snowflake_nextval()';
+
+--
+-- Converting bigint keys to the snowflake type
+--
+
+-- Converts a bigint column, and every column that references it through a
+-- foreign key, directly or through further foreign keys, to the type
+-- snowflake.  The casts between the two are binary coercions, so no table
+-- is rewritten; values, defaults, foreign keys and indexes stay (PostgreSQL
+-- builds again only the indexes of partitions and those with an expression
+-- or a WHERE clause that uses a converted column).  Columns that are snowflake already are
+-- reported and left alone.  Everything is checked before anything changes,
+-- and everything happens in the caller's transaction.
+--
+-- Returns one row per column it made snowflake or found referencing the
+-- key: the key first, then the referencing columns.
+--
+-- It runs its statements with the caller's rights, but a caller may be a
+-- superuser working in a database whose schemas others can create in.  So
+-- nothing but pg_catalog is on its path, it names the extension's type by
+-- its schema, it reads no row of the tables, and it refuses a column that
+-- an expression PostgreSQL parses again for the new type uses (a CHECK or
+-- exclusion constraint, an index, extended statistics) when that
+-- expression names a function, operator or type that is not built in: a
+-- look-alike of the same name that takes a snowflake, made by another
+-- role, would take its place and run with the caller's rights.  It runs at
+-- READ COMMITTED only, so that its checks, made after its locks, see
+-- everything committed before them.
+CREATE FUNCTION snowflake_convert_type(table_name regclass, column_name name)
+RETURNS TABLE (affected_table regclass,
+               affected_column name,
+               old_type regtype,
+               action text)
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $convert_type$
+DECLARE
+    snowflake_type constant oid := pg_typeof(NULL::@extschema@.snowflake);
+    bigint_type    constant oid := 'bigint'::regtype;
+    rel_name      name;       -- table_name's own name, for messages
+    rel_kind      "char";
+    key_attnum    int2;
+    key_type      oid;
+    key_identity  "char";
+    key_inherited boolean;
+    roots         text;
+    ref           record;
+    blocker       record;
+    -- The tables locked so far, and those to lock next.
+    locked        oid[] := '{}';
+    new_rels      oid[];
+    -- The columns that become snowflake (the key first, unless it is
+    -- snowflake already) and, for a referencing column, why: its foreign
+    -- key.
+    w_rel         oid[];
+    w_att         name[];
+    w_via         text[];
+    -- The report.
+    r_rel         regclass[];
+    r_att         name[];
+    r_type        regtype[];
+    r_action      text[];
+    i             integer;
+    via           text;
+    statement     text;
+BEGIN
+    -- At REPEATABLE READ or SERIALIZABLE the checks below would read the
+    -- catalog as it was before the locks, and miss a constraint or index
+    -- committed while this function waited for them.
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'snowflake_convert_type() must run at isolation level READ COMMITTED'
+              USING ERRCODE = 'invalid_transaction_state',
+                    DETAIL = format('This transaction runs at %s, so its checks would read the catalog as it was before the conversion locked the tables.',
+                                    upper(current_setting('transaction_isolation'))),
+                    HINT = 'Run it in a READ COMMITTED transaction, the default.';
+    END IF;
+
+    -- The table.
+    SELECT c.relname, c.relkind INTO rel_name, rel_kind
+      FROM pg_class AS c
+     WHERE c.oid = table_name;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'relation with OID % does not exist', table_name::oid
+              USING ERRCODE = 'undefined_table';
+    END IF;
+    IF rel_kind NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION '"%" is not a table', rel_name
+              USING ERRCODE = 'wrong_object_type',
+                    HINT = 'snowflake_convert_type() converts a column of a table or partitioned table.';
+    END IF;
+
+    -- Lock the key's table, then each table found to reference it, and
+    -- look again for references until no new table turns up: no foreign
+    -- key, constraint or index can appear on a locked table while the
+    -- checks run.  LOCK TABLE reaches partitions and child tables, and so
+    -- does ALTER TABLE, which only their owner may run: say which table
+    -- before LOCK TABLE fails on it.
+    new_rels := ARRAY[table_name::oid];
+    LOOP
+        FOR ref IN
+            WITH RECURSIVE tree(relid, top) AS (
+                SELECT n.relid, n.relid FROM unnest(new_rels) AS n(relid)
+                UNION
+                SELECT inh.inhrelid, t.top
+                  FROM tree AS t JOIN pg_inherits AS inh ON inh.inhparent = t.relid
+            )
+            SELECT c.relname, t.relid = t.top AS is_top, tc.relname AS top_name, t.top
+              FROM tree AS t
+                   JOIN pg_class AS c ON c.oid = t.relid
+                   JOIN pg_class AS tc ON tc.oid = t.top
+             WHERE NOT pg_has_role(c.relowner, 'USAGE')
+             ORDER BY array_position(new_rels, t.top), t.relid <> t.top, c.relname
+             LIMIT 1
+        LOOP
+            via := (SELECT w.via FROM unnest(w_rel, w_via) AS w(relid, via)
+                     WHERE w.relid = ref.top AND w.via IS NOT NULL LIMIT 1);
+            RAISE EXCEPTION 'must be owner of table %', ref.relname
+                  USING ERRCODE = 'insufficient_privilege',
+                        DETAIL = CASE WHEN NOT ref.is_top
+                                      THEN format('It is a partition or child table of table "%s", whose columns change with it.', ref.top_name)
+                                      WHEN via IS NOT NULL
+                                      THEN via || '.'
+                                      ELSE format('Column "%s" of table "%s" is to become snowflake.', column_name, rel_name)
+                                 END,
+                        HINT = 'Only the owner of a table can change the type of its columns: run snowflake_convert_type() as the owner of every table it changes.';
+        END LOOP;
+        EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE',
+                       (SELECT string_agg(n.relid::regclass::text, ', ' ORDER BY n.k)
+                          FROM unnest(new_rels) WITH ORDINALITY AS n(relid, k)));
+        locked := locked || new_rels;
+
+        IF key_attnum IS NULL THEN
+            -- The column, now that its table is locked.
+            SELECT a.attnum, a.atttypid, a.attidentity, a.attinhcount > 0
+              INTO key_attnum, key_type, key_identity, key_inherited
+              FROM pg_attribute AS a
+             WHERE a.attrelid = table_name AND a.attname = column_name AND NOT a.attisdropped;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION 'column "%" of table "%" does not exist', column_name, rel_name
+                      USING ERRCODE = 'undefined_column';
+            END IF;
+            IF key_attnum < 0 THEN
+                RAISE EXCEPTION 'cannot convert system column "%"', column_name
+                      USING ERRCODE = 'feature_not_supported';
+            END IF;
+            IF key_inherited THEN
+                WITH RECURSIVE ancestors(relid) AS (
+                    SELECT inh.inhparent FROM pg_inherits AS inh WHERE inh.inhrelid = table_name
+                    UNION
+                    SELECT inh.inhparent
+                      FROM ancestors AS an JOIN pg_inherits AS inh ON inh.inhrelid = an.relid
+                )
+                SELECT string_agg(format('"%s"', c.relname), ', ' ORDER BY c.relname) INTO roots
+                  FROM ancestors AS an JOIN pg_class AS c ON c.oid = an.relid
+                 WHERE NOT EXISTS (SELECT FROM pg_inherits AS inh WHERE inh.inhrelid = an.relid);
+                RAISE EXCEPTION 'cannot convert inherited column "%" of table "%"', column_name, rel_name
+                      USING ERRCODE = 'invalid_table_definition',
+                            DETAIL = 'Partitions and child tables share the column of the table they inherit it from.',
+                            HINT = format('Convert the column of %s; the conversion reaches every partition and child table.', roots);
+            END IF;
+            IF key_type NOT IN (snowflake_type, bigint_type) THEN
+                RAISE EXCEPTION 'column "%" of table "%" is of type %, not bigint', column_name, rel_name, format_type(key_type, NULL)
+                      USING ERRCODE = 'datatype_mismatch',
+                            HINT = CASE WHEN key_type IN ('smallint'::regtype::oid, 'integer'::regtype::oid)
+                                        THEN 'Make it bigint first: snowflake_convert_column() does so for a serial or identity key and the columns that reference it, ALTER TABLE ... ALTER COLUMN ... TYPE bigint for another column; either rewrites the tables.'
+                                        ELSE 'snowflake_convert_type() converts bigint columns, whose values a snowflake holds unchanged.'
+                                   END;
+            END IF;
+            IF key_identity <> '' THEN
+                RAISE EXCEPTION 'column "%" of table "%" is an identity column', column_name, rel_name
+                      USING ERRCODE = 'object_not_in_prerequisite_state',
+                            DETAIL = 'PostgreSQL allows only smallint, integer and bigint identity columns.',
+                            HINT = 'Replace the identity with DEFAULT snowflake_nextval() first, with snowflake_convert_column().';
+            END IF;
+        END IF;
+
+        -- The key, and the columns that reference it, directly or through
+        -- other foreign keys.  A foreign key on a partitioned table, or to
+        -- one, has clones on the partitions (conparentid <> 0); ALTER TABLE
+        -- on the top reaches them.
+        r_rel := ARRAY[table_name];
+        r_att := ARRAY[column_name];
+        r_type := ARRAY[key_type::regtype];
+        r_action := ARRAY[CASE WHEN key_type = snowflake_type THEN 'already snowflake' ELSE 'type snowflake' END];
+        w_rel := '{}';
+        w_att := '{}';
+        w_via := '{}';
+        IF key_type <> snowflake_type THEN
+            w_rel := ARRAY[table_name::oid];
+            w_att := ARRAY[column_name];
+            w_via := ARRAY[NULL::text];
+        END IF;
+        FOR ref IN
+            WITH RECURSIVE refs(relid, attnum, conname, ref_relid, ref_attnum) AS (
+                SELECT c.conrelid, c.conkey[k.n], c.conname, c.confrelid, c.confkey[k.n]
+                  FROM pg_constraint AS c,
+                       generate_subscripts(c.confkey, 1) AS k(n)
+                 WHERE c.contype = 'f' AND c.conparentid = 0
+                   AND c.confrelid = table_name AND c.confkey[k.n] = key_attnum
+                UNION
+                SELECT c.conrelid, c.conkey[k.n], c.conname, c.confrelid, c.confkey[k.n]
+                  FROM refs AS r
+                       JOIN pg_constraint AS c
+                         ON c.contype = 'f' AND c.conparentid = 0 AND c.confrelid = r.relid,
+                       generate_subscripts(c.confkey, 1) AS k(n)
+                 WHERE c.confkey[k.n] = r.attnum
+            )
+            SELECT r.relid, a.attname, a.atttypid, a.attidentity, a.attinhcount > 0 AS inherited,
+                   rc.relname, r.conname, ra.attname AS ref_attname, rrc.relname AS ref_relname
+              FROM refs AS r
+                   JOIN pg_class AS rc ON rc.oid = r.relid
+                   JOIN pg_attribute AS a ON a.attrelid = r.relid AND a.attnum = r.attnum
+                   JOIN pg_class AS rrc ON rrc.oid = r.ref_relid
+                   JOIN pg_attribute AS ra ON ra.attrelid = r.ref_relid AND ra.attnum = r.ref_attnum
+             WHERE (r.relid, r.attnum) <> (table_name::oid, key_attnum)
+             ORDER BY rc.relname, r.relid, a.attname, r.conname
+        LOOP
+            via := format('It references column "%s" of table "%s" through foreign key "%s", so it must become snowflake too',
+                          ref.ref_attname, ref.ref_relname, ref.conname);
+            IF ref.atttypid NOT IN (snowflake_type, bigint_type) THEN
+                RAISE EXCEPTION 'column "%" of table "%" is of type %, not bigint',
+                                ref.attname, ref.relname, format_type(ref.atttypid, NULL)
+                      USING ERRCODE = 'datatype_mismatch',
+                            DETAIL = via || '.',
+                            HINT = CASE WHEN ref.atttypid IN ('smallint'::regtype::oid, 'integer'::regtype::oid)
+                                        THEN 'Make it bigint first, with ALTER TABLE ... ALTER COLUMN ... TYPE bigint, which rewrites its table.'
+                                   END;
+            END IF;
+            r_rel := r_rel || ref.relid::regclass;
+            r_att := r_att || ref.attname;
+            r_type := r_type || ref.atttypid::regtype;
+            r_action := r_action || format('%s; references %I(%I) through %I',
+                                           CASE WHEN ref.atttypid = snowflake_type THEN 'already snowflake' ELSE 'type snowflake' END,
+                                           ref.ref_relname, ref.ref_attname, ref.conname);
+            IF ref.atttypid <> snowflake_type
+               AND NOT EXISTS (SELECT FROM unnest(w_rel, w_att) AS w(relid, attname)
+                                WHERE (w.relid, w.attname) = (ref.relid, ref.attname)) THEN
+                IF ref.inherited THEN
+                    RAISE EXCEPTION 'cannot convert inherited column "%" of table "%"', ref.attname, ref.relname
+                          USING ERRCODE = 'invalid_table_definition',
+                                DETAIL = via || ', and only the table it is inherited from can change its type.',
+                                HINT = 'Convert the column of the table it is inherited from first, with snowflake_convert_type().';
+                END IF;
+                IF ref.attidentity <> '' THEN
+                    RAISE EXCEPTION 'column "%" of table "%" is an identity column', ref.attname, ref.relname
+                          USING ERRCODE = 'object_not_in_prerequisite_state',
+                                DETAIL = via || ', and PostgreSQL allows only smallint, integer and bigint identity columns.',
+                                HINT = 'Replace the identity with DEFAULT snowflake_nextval() first, with snowflake_convert_column().';
+                END IF;
+                w_rel := w_rel || ref.relid;
+                w_att := w_att || ref.attname;
+                w_via := w_via || via;
+            END IF;
+        END LOOP;
+
+        SELECT array_agg(w.relid ORDER BY w.n) INTO new_rels
+          FROM (SELECT u.relid, min(u.n) AS n
+                  FROM unnest(w_rel) WITH ORDINALITY AS u(relid, n)
+                 WHERE u.relid <> ALL (locked)
+                 GROUP BY u.relid) AS w;
+        EXIT WHEN new_rels IS NULL;
+    END LOOP;
+
+    -- ALTER COLUMN ... TYPE fails on a column that a view, rule, trigger,
+    -- policy, generated column, SQL function body or publication WHERE
+    -- clause uses, or that is part of a partition key, in the table itself
+    -- or in any of its partitions and child tables.  It parses the CHECK
+    -- and exclusion constraints, indexes and extended statistics that use
+    -- the column again, for the new type: refused when they name objects
+    -- that are not built in (those have entries in pg_depend; built-in,
+    -- pinned ones have none), which a look-alike could replace.
+    FOR i IN 1 .. cardinality(w_rel) LOOP
+        via := coalesce(w_via[i], 'The column must become snowflake');
+        FOR blocker IN
+            WITH RECURSIVE tree(relid) AS (
+                SELECT w_rel[i]
+                UNION
+                SELECT inh.inhrelid FROM tree AS t JOIN pg_inherits AS inh ON inh.inhparent = t.relid
+            ),
+            cols AS (
+                SELECT a.attrelid AS relid, a.attnum, c.relname
+                  FROM tree AS t
+                       JOIN pg_attribute AS a
+                         ON a.attrelid = t.relid AND a.attname = w_att[i] AND NOT a.attisdropped
+                       JOIN pg_class AS c ON c.oid = a.attrelid
+            ),
+            deps AS (
+                SELECT col.relname, dep.classid, dep.objid
+                  FROM cols AS col
+                       JOIN pg_depend AS dep
+                         ON dep.refclassid = 'pg_class'::regclass AND dep.refobjid = col.relid
+                        AND dep.refobjsubid = col.attnum
+            ),
+            users(what, relname, rank) AS (
+                SELECT CASE WHEN rw.rulename = '_RETURN' AND rc.relkind = 'm'
+                                 THEN format('materialized view "%s"', rc.relname)
+                            WHEN rw.rulename = '_RETURN'
+                                 THEN format('view "%s"', rc.relname)
+                            ELSE format('rule "%s" on table "%s"', rw.rulename, rc.relname)
+                       END,
+                       d.relname, 1
+                  FROM deps AS d
+                       JOIN pg_rewrite AS rw ON d.classid = 'pg_rewrite'::regclass AND rw.oid = d.objid
+                       JOIN pg_class AS rc ON rc.oid = rw.ev_class
+                UNION ALL
+                SELECT format('trigger "%s"', tg.tgname), d.relname, 2
+                  FROM deps AS d
+                       JOIN pg_trigger AS tg ON d.classid = 'pg_trigger'::regclass AND tg.oid = d.objid
+                UNION ALL
+                SELECT format('policy "%s"', po.polname), d.relname, 3
+                  FROM deps AS d
+                       JOIN pg_policy AS po ON d.classid = 'pg_policy'::regclass AND po.oid = d.objid
+                UNION ALL
+                SELECT format('generated column "%s"', ga.attname), d.relname, 4
+                  FROM deps AS d
+                       JOIN pg_attrdef AS ad ON d.classid = 'pg_attrdef'::regclass AND ad.oid = d.objid
+                       JOIN pg_attribute AS ga
+                         ON ga.attrelid = ad.adrelid AND ga.attnum = ad.adnum AND ga.attgenerated <> ''
+                UNION ALL
+                SELECT format('function %s', d.objid::regprocedure), d.relname, 5
+                  FROM deps AS d
+                 WHERE d.classid = 'pg_proc'::regclass
+                UNION ALL
+                SELECT format('publication "%s"', pub.pubname), d.relname, 6
+                  FROM deps AS d
+                       JOIN pg_publication_rel AS pr ON d.classid = 'pg_publication_rel'::regclass AND pr.oid = d.objid
+                       JOIN pg_publication AS pub ON pub.oid = pr.prpubid
+                UNION ALL
+                SELECT 'partition key', col.relname, 0
+                  FROM cols AS col
+                       JOIN pg_partitioned_table AS pt ON pt.partrelid = col.relid
+                 WHERE col.attnum = ANY (pt.partattrs::int2[])
+                    OR EXISTS (SELECT FROM pg_depend AS dep
+                                WHERE dep.classid = 'pg_class'::regclass AND dep.objid = col.relid
+                                  AND dep.objsubid = col.attnum AND dep.refclassid = 'pg_class'::regclass
+                                  AND dep.refobjid = col.relid AND dep.refobjsubid = 0
+                                  AND dep.deptype = 'i')
+                UNION ALL
+                SELECT CASE WHEN d.classid = 'pg_class'::regclass
+                                 THEN format('index "%s"', ic.relname)
+                            WHEN d.classid = 'pg_statistic_ext'::regclass
+                                 THEN format('statistics object "%s"', st.stxname)
+                            WHEN co.contype = 'x'
+                                 THEN format('exclusion constraint "%s"', co.conname)
+                            ELSE format('check constraint "%s"', co.conname)
+                       END,
+                       d.relname, 7
+                  FROM deps AS d
+                       LEFT JOIN pg_class AS ic ON d.classid = 'pg_class'::regclass AND ic.oid = d.objid
+                       LEFT JOIN pg_statistic_ext AS st ON d.classid = 'pg_statistic_ext'::regclass AND st.oid = d.objid
+                       LEFT JOIN pg_constraint AS co ON d.classid = 'pg_constraint'::regclass AND co.oid = d.objid
+                 WHERE (ic.relkind IN ('i', 'I') OR st.oid IS NOT NULL OR co.contype IN ('c', 'x'))
+                   AND EXISTS (SELECT FROM pg_depend AS code
+                                WHERE code.classid = d.classid AND code.objid = d.objid
+                                  AND code.refclassid IN ('pg_proc'::regclass, 'pg_operator'::regclass,
+                                                         'pg_type'::regclass, 'pg_cast'::regclass))
+            )
+            SELECT u.what, u.relname, u.rank FROM users AS u ORDER BY u.rank, u.relname, u.what LIMIT 1
+        LOOP
+            IF blocker.rank = 0 THEN
+                RAISE EXCEPTION 'column "%" is part of the partition key of table "%"', w_att[i], blocker.relname
+                      USING ERRCODE = 'invalid_table_definition',
+                            DETAIL = via || ', and PostgreSQL cannot change the type of a partition key column.',
+                            HINT = 'Keep the column bigint; to_json(column::snowflake) writes a value as a string.';
+            END IF;
+            IF blocker.rank = 7 THEN
+                RAISE EXCEPTION 'column "%" of table "%" is used by %, which names functions, operators or types that are not built in',
+                                w_att[i], blocker.relname, blocker.what
+                      USING ERRCODE = 'feature_not_supported',
+                            DETAIL = via || ', and a change of type makes PostgreSQL parse that definition again, where a function or operator of the same name that takes a snowflake, made by another role, could take the place of the one it names and run with your rights.',
+                            HINT = format('Drop %s, convert the column, then create it again.', blocker.what);
+            END IF;
+            RAISE EXCEPTION 'column "%" of table "%" is used by %', w_att[i], blocker.relname, blocker.what
+                  USING ERRCODE = 'feature_not_supported',
+                        DETAIL = via || ', and PostgreSQL cannot change the type of a column that a view, rule, trigger, policy, generated column, SQL function body or publication uses.',
+                        HINT = format('Drop %s, convert the column, then create it again.', blocker.what);
+        END LOOP;
+    END LOOP;
+
+    -- The changes: one ALTER TABLE per table, the key's table first.  No
+    -- row is rewritten; the indexes of partitions, and those with an
+    -- expression or a WHERE clause that uses a converted column, are built
+    -- again, and CHECK constraints that use one are checked again.
+    FOR ref IN
+        SELECT u.relid
+          FROM unnest(w_rel) WITH ORDINALITY AS u(relid, n)
+         GROUP BY u.relid
+         ORDER BY min(u.n)
+    LOOP
+        SELECT string_agg(format('ALTER COLUMN %I TYPE %s', w.attname, snowflake_type::regtype), ', ' ORDER BY w.n)
+          INTO statement
+          FROM unnest(w_rel, w_att) WITH ORDINALITY AS w(relid, attname, n)
+         WHERE w.relid = ref.relid;
+        EXECUTE format('ALTER TABLE %s %s', ref.relid::regclass, statement);
+    END LOOP;
+
+    RETURN QUERY
+        SELECT r.relid, r.attname, r.typid, r.act
+          FROM unnest(r_rel, r_att, r_type, r_action) AS r(relid, attname, typid, act);
+END
+$convert_type$;
+
+COMMENT ON FUNCTION snowflake_convert_type(regclass, name) IS
+    'Converts a bigint column, and the columns that reference it, to the type snowflake, without rewriting a table';
 
 --
 -- Worker-id leases for application-side generators

@@ -12,9 +12,10 @@
 #             reference), leases; every ID its statements return is
 #             checked to be unique.
 #   sqlsmith  sqlsmith's random queries, as an ordinary role (no superuser),
-#             in a database with the extension, tables of snowflake IDs, and
-#             copies of the extension's functions (SQL wrappers), so that a
-#             good share of its queries call them.
+#             in a database with the extension, tables of snowflake IDs (one
+#             with columns of the snowflake type and texts to read as IDs),
+#             and copies of the extension's functions (SQL wrappers), so
+#             that a good share of its queries call them.
 #
 # Errors are expected.  What fails the tier: in the targeted part, what
 # targeted.pl checks (internal errors, statements cancelled by
@@ -226,15 +227,28 @@ BEGIN
     EXECUTE format('CREATE TABLE sf_part_new PARTITION OF sf_part FOR VALUES FROM (%s) TO (MAXVALUE)', b);
 END $$;
 INSERT INTO sf_part (id, at) SELECT id, at FROM sf_events WHERE id >= 0;
+-- The snowflake type, and texts that are, nearly are, or name the text
+-- forms of an ID.
+CREATE TABLE sf_typed (
+    id snowflake PRIMARY KEY DEFAULT snowflake_nextval(), ref snowflake, code text);
+INSERT INTO sf_typed (ref, code)
+SELECT (ARRAY[0, 1, -1, 9007199254740992, 9223372036854775807, '-9223372036854775808'::bigint])[1 + g % 6],
+       (ARRAY['', '0', '-1', 'zzzzzzzzzzz', 'AzL8n0Y58m7', 'AzL8n0Y58m8', '0000000000000', 'oo7zzzzzzzzzz',
+              '7VVVVVVVVVVVV', '9223372036854775808', 'base32hex', 'crockford', 'base62', 'decimal'])[1 + g % 14]
+  FROM generate_series(1, 200) AS g;
+UPDATE sf_typed SET code = snowflake_to_text(id, (ARRAY['base32hex', 'crockford', 'base62', 'decimal'])[1 + id % 4])
+ WHERE id % 3 = 0;
 CREATE VIEW sf_decoded AS
     SELECT e.id, d.ts, d.node_id, d.worker_id, d.seq FROM sf_events AS e, snowflake_decode(e.id) AS d;
-GRANT SELECT, INSERT, UPDATE, DELETE ON sf_events, sf_brin, sf_part, sf_decoded TO smith;
+GRANT SELECT, INSERT, UPDATE, DELETE ON sf_events, sf_brin, sf_part, sf_typed, sf_decoded TO smith;
 GRANT EXECUTE ON FUNCTION snowflake_lease_worker(text, interval, timestamptz),
                           snowflake_renew_lease(bigint, bigint, timestamptz),
                           snowflake_release_lease(bigint, bigint) TO smith;
 -- The copies: LANGUAGE sql, same arguments, result and labels, so that
 -- the planner inlines what it can and the rewrite sees the real calls;
--- only of the functions smith may execute.
+-- only of the functions smith may execute, and not of those that take or
+-- return a pseudo-type but record and void (the type's I/O functions take
+-- and return cstring and internal, which a SQL function cannot).
 CREATE SCHEMA sfwrap;
 DO $$
 DECLARE
@@ -255,7 +269,10 @@ BEGIN
                              AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
           JOIN pg_extension AS e ON e.oid = d.refobjid AND e.extname = 'snowflake'
          WHERE p.prokind = 'f' AND NOT p.proretset
-           AND NOT 'internal'::regtype = ANY (p.proargtypes::oid[])
+           AND (t.typtype <> 'p' OR p.prorettype IN ('record'::regtype, 'void'::regtype))
+           AND NOT EXISTS (SELECT FROM unnest(p.proargtypes::oid[]) AS a(t)
+                             JOIN pg_type AS at ON at.oid = a.t
+                            WHERE at.typtype = 'p')
            AND has_function_privilege('smith', p.oid, 'EXECUTE')
     LOOP
         FOR i IN 1 .. 12 LOOP

@@ -39,14 +39,24 @@
 #   role      every function called by an ordinary role (fuzz_plain, taken
 #             with SET ROLE: no superuser; SELECT on the fuzz tables and
 #             EXECUTE on the lease functions granted by run.sh);
+#   type      the snowflake type: its input function and the casts text,
+#             bigint and integer -> snowflake -> bigint, timestamptz, with
+#             hostile texts and edge numbers; snowflake_to_text() and
+#             snowflake_from_text() with every format (and bad ones) over
+#             hostile inputs, random strings and mutations of valid texts;
+#             checks ("form" rows) that every ID of the fuzz tables round
+#             trips through each text form and the casts, that the
+#             fixed-width forms sort as the IDs under COLLATE "C", that
+#             snowflake_send() is int8send(), and that the texts of a
+#             second encoder (here, in Perl) read back as their IDs;
 # while a second session ("noise") issues IDs, batches and cursors all along.
 #
 # Errors are expected: each must be a clean ERROR.  A failure is an internal
 # error (SQLSTATE class XX), a statement cancelled by statement_timeout that
 # was not meant to be (a hang; the noise session may also be cancelled by
 # the main one), a lost connection (a crash), a duplicate ID, a rewritten
-# query whose count differs from the reference, or a psql run that does not
-# finish in time.  Every ID that a successful statement returns is printed
+# query whose count differs from the reference, a "form" check that counts
+# a mismatch or does not run, or a psql run that does not finish in time.  Every ID that a successful statement returns is printed
 # (rows tagged "fuzzid", or NOTICEs inside PL/pgSQL), so IDs returned in
 # transactions that roll back count too; all must be distinct.  The IDs of
 # committed transactions also go into fuzz_ids, whose primary key refuses a
@@ -106,6 +116,7 @@ my %warnings;            # the main session's only
 my @ids;                 # every ID seen, once per issue
 my %keyed;               # "key|id" of rows that may be fetched again (scroll cursors)
 my %cmp;                 # rewrite comparisons: key -> {a => n, b => n}
+my %form_checks;         # the type's checks: key -> mismatches counted
 
 sub fail { my ($msg) = @_; push @failures, $msg; print "targeted: FAILED: $msg\n"; }
 sub check { my ($ok, $msg) = @_; if ($ok) { $checks++ } else { fail($msg) } return $ok; }
@@ -202,6 +213,8 @@ sub parse_output {
 			record_ids($1, $2);
 		} elsif ($line =~ /^cmp\|([^|]+)\|([ab])\|(\d+)$/) {
 			$cmp{$1}{$2} = $3;
+		} elsif ($line =~ /^form\|([^|]+)\|(\d+)$/) {
+			$form_checks{$1} = $2;
 		} elsif ($line =~ /^reloaded\|([^|]*)\|([tf])$/) {
 			fail("$section: the session did not re-read the configuration within the wait "
 				  . "after pg_reload_conf() ($1; $base.sql)") if $2 ne 't';
@@ -426,6 +439,57 @@ my %typical = (
 	'double precision' => '1::float8', 'character varying' => "'fuzz probe'::varchar",
 );
 
+# The text forms of an ID (snowflake_to_text()), written here too: a second
+# encoder, whose texts the extension must read back as their IDs.  Each
+# form's digits in order, and its fixed width (0: none).
+my %text_forms = (
+	base32hex => [ '0123456789ABCDEFGHIJKLMNOPQRSTUV', 13 ],
+	crockford => [ '0123456789ABCDEFGHJKMNPQRSTVWXYZ', 13 ],
+	base62 => [ '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz', 11 ],
+	decimal => [ '0123456789', 0 ],
+);
+my @text_form_names = sort keys %text_forms;
+sub id_text {
+	my ($id, $form) = @_;
+	use integer;
+	my ($digits, $width) = @{ $text_forms{$form} };
+	my $base = length $digits;
+	my $t = '';
+	do {
+		$t = substr($digits, $id % $base, 1) . $t;
+		$id /= $base;
+	} while ($id > 0);
+	return ('0' x ($width - length $t)) . $t;
+}
+# A random ID of a random magnitude: 63 random bits shifted right by 0 to 62.
+sub random_id {
+	my $v = (int(rand(2147483648)) << 32) | int(rand(4294967296));
+	return $v >> int(rand(63));
+}
+# Texts that are, nearly are, or are far from an ID in some form: for the
+# type's input function (and so every cast from text) and
+# snowflake_from_text().  SQL literals, untyped.
+my @id_text_literals = ((map { sql_quote($_) } '', ' ', '0', '-0', '+1', ' 1', '1 ', '00000000000000000001',
+		'9223372036854775807', '9223372036854775808', '-9223372036854775808', '-9223372036854775809',
+		'18446744073709551616', '1e3', '0x10', '0b1', '0o7', '1_000', '1.5', 'NaN', 'Infinity', 'x', '%s%n', "'", '"',
+		'\\', '9' x 1000, "\xd9\xa1\xd9\xa2", 'ñ☃😀', "0000000000\xc3\xa9", $recent_id,
+		(map { id_text($recent_id, $_) } @text_form_names), (map { lc id_text($recent_id, $_) } @text_form_names),
+		(map { id_text(9223372036854775807, $_) } @text_form_names), '8000000000000', 'VVVVVVVVVVVVV',
+		'zzzzzzzzzzzzz', 'AzL8n0Y58m8', 'zzzzzzzzzzz', 'B0000000000', '0000-0000-0000-0', '-000000000001',
+		'OOOOOOOOOOOOO', 'IIIIIIIIIIIII', 'LLLLLLLLLLLLl', 'UUUUUUUUUUUUU', '000000000000=', '000000000000',
+		'0000000000', '000000000000000', '0' x 1000),
+	q{E'1\n'}, q{E'\t1'}, q{E'00000000000\r'});
+$edges{snowflake} = [ 'NULL::snowflake',
+	map { sql_quote($_) . '::snowflake' } '0', '1', '-1', '4194304', '9007199254740992', '9223372036854775807',
+	'-9223372036854775808', $recent_id ];
+$edges{cstring} = [ 'NULL::cstring', map { "$_\::cstring" } @id_text_literals ];
+# The formats of the text forms, and names that are not one.
+my @format_edges = ('NULL::text', (map { sql_quote($_) . '::text' } @text_form_names, 'BASE32HEX', 'Crockford',
+		'DECIMAL', 'base62 ', ' base62', 'base32', 'base64', 'hex', 'escape', 'crockford32', 'base', '', '%s%n'),
+	"repeat('x', 100000)", "E'base62\\n'", "'ñ☃😀'::text");
+$typical{snowflake} = "'$recent_id'::snowflake";
+$typical{cstring} = "'$recent_id'::cstring";
+
 sub edges_for {
 	my ($type, $argname) = @_;
 	my @e;
@@ -440,15 +504,24 @@ sub edges_for {
 		@e = ("NULL::$type");
 	}
 	# Values that reach further than a type's edges, by the argument's name.
-	if ($argname =~ /token/) {
+	if ($type eq 'text' && $argname eq 'format') {
+		@e = @format_edges;
+	} elsif ($type eq 'text' && $argname eq 'input') {
+		push @e, (map { "$_\::text" } @id_text_literals), "repeat('0', 100000)", "repeat('z', 13)",
+			"repeat('0', 12) || chr(233)";
+	} elsif ($argname =~ /token/) {
 		push @e, '(SELECT max(token) FROM snowflake_leases)', '(SELECT min(token) FROM snowflake_leases)';
 	} elsif ($type eq 'bigint' && $argname =~ /(^|_)id$/) {
 		push @e, '(SELECT max(id) FROM fuzz_ids)';
 	}
 	return @e;
 }
+# A value that usually works for an argument of $type (named $argname).
 sub typical_for {
-	my ($type) = @_;
+	my ($type, $argname) = @_;
+	$argname //= '';
+	return "'base62'::text" if $type eq 'text' && $argname eq 'format';
+	return sql_quote(id_text($recent_id, 'base62')) . '::text' if $type eq 'text' && $argname eq 'input';
 	return $typical{$type} // "NULL::$type";
 }
 
@@ -481,7 +554,7 @@ sub typical_args {
 	return undef unless $f->{callable};
 	my @names = @{ $f->{argnames} };
 	# A token: the newest held lease's.
-	return [ map { $names[$_] =~ /token/ ? "(SELECT max(token) FROM snowflake_leases WHERE state = 'held')" : typical_for($f->{argtypes}[$_]) } 0 .. $#{ $f->{argtypes} } ];
+	return [ map { $names[$_] =~ /token/ ? "(SELECT max(token) FROM snowflake_leases WHERE state = 'held')" : typical_for($f->{argtypes}[$_], $names[$_]) } 0 .. $#{ $f->{argtypes} } ];
 }
 
 # One call of every function (but DDL) with typical arguments: what runs
@@ -770,15 +843,15 @@ sub cursor_program {
 
 # ---------------------------------------------------------------- sections
 
-# Argument lists for types @$types: each argument in turn over its values
-# in @$lists while the others keep typical ones, then $random lists of
-# values drawn at random.
+# Argument lists for types @$types (named @$names): each argument in turn
+# over its values in @$lists while the others keep typical ones, then
+# $random lists of values drawn at random.
 sub vary_each {
-	my ($types, $lists, $random) = @_;
+	my ($types, $lists, $random, $names) = @_;
 	my @combos;
 	for my $i (0 .. $#$types) {
 		for my $v (@{ $lists->[$i] }) {
-			my @c = map { typical_for($_) } @$types;
+			my @c = map { typical_for($types->[$_], $names ? $names->[$_] : '') } 0 .. $#$types;
 			$c[$i] = $v;
 			push @combos, \@c;
 		}
@@ -810,7 +883,7 @@ sub section_edge {
 				@combos = map { my $c = $_; map { [ @$c, $_ ] } @$l } @combos;
 			}
 		} else {
-			@combos = vary_each(\@types, \@lists, $iterations * 3);
+			@combos = vary_each(\@types, \@lists, $iterations * 3, \@names);
 		}
 		for my $c (@combos) {
 			push @s, call_forms($f, $c);
@@ -949,7 +1022,7 @@ sub section_parallel {
 				next;
 			}
 			# A bigint argument takes the scanned column.
-			my @combos = ([ map { $types[$_] eq 'bigint' ? 'id' : typical_for($types[$_]) } 0 .. $#types ]);
+			my @combos = ([ map { $types[$_] eq 'bigint' ? 'id' : typical_for($types[$_], $names[$_]) } 0 .. $#types ]);
 			for (1 .. ($pass == 1 ? 1 + int($iterations / 10) : 1)) {
 				push @combos, [ map { $types[$_] eq 'bigint' && rand() < 0.7 ? 'id' : pick(edges_for($types[$_], $names[$_])) } 0 .. $#types ];
 			}
@@ -1080,7 +1153,7 @@ sub section_prepared {
 		push @s, st("PREPARE fz_p$pn" . (@types ? '(' . join(', ', @types) . ')' : '') . " AS $body;");
 		# No subqueries in EXECUTE's parameters.
 		my @lists = map { [ grep { !/SELECT/ } edges_for($types[$_], $names[$_]) ] } 0 .. $#types;
-		my @combos = @types ? vary_each(\@types, \@lists, $iterations / 4) : ([]);
+		my @combos = @types ? vary_each(\@types, \@lists, $iterations / 4, \@names) : ([]);
 		for my $mode ('force_custom_plan', 'force_generic_plan', 'auto') {
 			push @s, st("SET plan_cache_mode = $mode;");
 			my $reps = $mode eq 'auto' ? 7 : 1;
@@ -1154,6 +1227,109 @@ sub section_role {
 	return @s;
 }
 
+# The snowflake type and its text forms.  A check prints "form|KEY|N", N
+# the mismatches it counted (0 passes); every key in @form_keys must print.
+my @form_keys;
+sub form_check {
+	my ($key, $sql) = @_;
+	push @form_keys, $key;
+	return st("SELECT 'form', '$key', ($sql);");
+}
+sub section_type {
+	my @s;
+	# No skip when a function is missing: its checks then fail to run.
+	my @texts = @id_text_literals;
+	# The input function, directly and through the casts from text.
+	for my $t (@texts) {
+		push @s, st("SELECT $t\::snowflake;"), st("SELECT CAST($t AS snowflake)::bigint;"),
+			st("SELECT ($t\::text)::snowflake;"), st("SELECT ($t\::varchar)::snowflake::timestamptz;"),
+			st("SELECT snowflake_in($t\::cstring);");
+	}
+	# The casts from numbers, and on to bigint, timestamptz and text.
+	for my $b (@{ $edges{bigint} }) {
+		push @s, st("SELECT $b\::snowflake;"), st("SELECT ($b\::snowflake)::bigint = $b;"),
+			st("SELECT ($b\::snowflake)::timestamptz;"), st("SELECT ($b\::snowflake)::text;");
+	}
+	for my $i (@{ $edges{integer} }, @{ $edges{smallint} }) {
+		push @s, st("SELECT ($i)::snowflake;"), st("SELECT COALESCE(NULL::snowflake, $i);"),
+			st("SELECT ($i)::snowflake::timestamptz;");
+	}
+	# Every format, good and bad, with every edge ID and hostile text.
+	for my $f (@format_edges) {
+		push @s, st("SELECT snowflake_to_text($_, $f);") for @{ $edges{bigint} }, @{ $edges{snowflake} };
+		push @s, st("SELECT snowflake_from_text($_, $f);") for @texts;
+	}
+	# Random strings, mostly of the forms' characters, of lengths near the
+	# forms' widths.
+	my @pool = (split(//, $text_forms{base62}[0]), '-', ' ', '+', '=', '_', '.', '%', '\\', "'", "\xc3\xa9",
+		"\xe2\x98\x83");
+	for (1 .. $iterations * 10) {
+		my $str = join '', map { pick(@pool) } 1 .. pick(0, 1, 10, 11, 12, 13, 14, 19, 20, int rand 40);
+		push @s, st("SELECT snowflake_from_text(" . sql_quote($str) . ', ' . sql_quote(pick(@text_form_names)) . ');');
+		push @s, st('SELECT ' . sql_quote($str) . '::snowflake;') if rand() < 0.3;
+	}
+	# Valid texts of random IDs, mutated: a character changed, dropped or
+	# doubled, the case flipped, the text reversed.
+	for (1 .. $iterations * 10) {
+		my $form = pick(@text_form_names);
+		my $t = id_text(random_id(), $form);
+		my ($i, $r) = (int rand length $t, rand);
+		if ($r < 0.3) {
+			substr($t, $i, 1) = pick(@pool);
+		} elsif ($r < 0.5) {
+			substr($t, $i, 1) = '';
+		} elsif ($r < 0.7) {
+			substr($t, $i, 0) = substr($t, $i, 1);
+		} elsif ($r < 0.85) {
+			$t = $t =~ /[a-z]/ ? uc $t : lc $t;
+		} else {
+			$t = reverse $t;
+		}
+		push @s, st('SELECT snowflake_from_text(' . sql_quote($t) . ", '$form');");
+	}
+	# Generic plans: the text a parameter.
+	push @s, st('PREPARE fz_tf(text, text) AS SELECT snowflake_from_text($1, $2);'),
+		st('PREPARE fz_tc(text) AS SELECT $1::snowflake;'), st('SET plan_cache_mode = force_generic_plan;');
+	for my $t (head(30, @texts)) {
+		push @s, st("EXECUTE fz_tf($t, " . sql_quote(pick(@text_form_names)) . ');'), st("EXECUTE fz_tc($t);");
+	}
+	push @s, st('DEALLOCATE fz_tf;'), st('DEALLOCATE fz_tc;'), st('RESET plan_cache_mode;');
+	# A column of the type: assignment casts from bigint, integer and text.
+	push @s, st('CREATE TEMP TABLE fuzz_typed (id snowflake PRIMARY KEY, code text);'),
+		st("INSERT INTO fuzz_typed SELECT DISTINCT id, snowflake_to_text(id, 'base62') FROM fuzz_t WHERE id >= 0;");
+	push @s, st("INSERT INTO fuzz_typed (id) VALUES ($_);") for @{ $edges{bigint} }, @{ $edges{integer} }, head(20, @texts);
+	push @s, st("SELECT count(*) FROM fuzz_typed WHERE id = $recent_id;"),
+		st('SELECT count(*) FROM fuzz_typed WHERE id BETWEEN 0 AND 9007199254740992;'),
+		st('SELECT to_json(id), jsonb_build_object(\'id\', id), id::timestamptz FROM fuzz_typed ORDER BY id LIMIT 5;'),
+		st('UPDATE fuzz_typed SET id = id + 1 WHERE id = 0;'),
+		form_check('typed-column', "SELECT count(*) FILTER (WHERE snowflake_from_text(code, 'base62') IS DISTINCT FROM id) FROM fuzz_typed WHERE code IS NOT NULL");
+	# Every ID of the fuzz tables round-trips through each form and the
+	# casts, and the fixed-width forms sort as the IDs do.
+	for my $f (@text_form_names) {
+		push @s, form_check("roundtrip-$f", "SELECT count(*) FILTER (WHERE snowflake_from_text(snowflake_to_text(id, '$f'), '$f') IS DISTINCT FROM id OR ('$f' <> 'base62' AND snowflake_from_text(lower(snowflake_to_text(id, '$f')), '$f') IS DISTINCT FROM id)) FROM fuzz_t WHERE id >= 0");
+		next if $f eq 'decimal';
+		push @s, form_check("sorted-$f", "SELECT count(*) FILTER (WHERE by_text <> by_id) FROM (SELECT row_number() OVER (ORDER BY snowflake_to_text(id, '$f') COLLATE \"C\") AS by_text, row_number() OVER (ORDER BY id) AS by_id FROM (SELECT DISTINCT id FROM fuzz_t WHERE id >= 0) AS d) AS s");
+	}
+	push @s, form_check('cast-text', 'SELECT count(*) FILTER (WHERE id::text::snowflake IS DISTINCT FROM id OR id::snowflake::text IS DISTINCT FROM id::text) FROM fuzz_t');
+	push @s, form_check('cast-timestamptz', 'SELECT count(*) FILTER (WHERE id::snowflake::timestamptz IS DISTINCT FROM snowflake_timestamp(id)) FROM fuzz_t WHERE id >= 0');
+	push @s, form_check('send', 'SELECT count(*) FILTER (WHERE snowflake_send(id::snowflake) <> int8send(id)) FROM fuzz_t WHERE id IS NOT NULL');
+	# The texts of the encoder here read back as their IDs, and are what
+	# snowflake_to_text() writes.
+	my @rows;
+	for my $id ((map { random_id() } 1 .. $iterations * 25), 0, 1, 9007199254740991, 9007199254740992,
+		9007199254740993, 9223372036854775807) {
+		push @rows, map { "($id, '" . id_text($id, $_) . "', '$_')" } @text_form_names;
+	}
+	push @s, form_check('perl-texts', 'SELECT count(*) FILTER (WHERE snowflake_from_text(t, f) IS DISTINCT FROM id OR snowflake_to_text(id, f) IS DISTINCT FROM t) FROM (VALUES ' . join(', ', @rows) . ') AS v(id, t, f)');
+	# The same round trip in parallel workers.
+	push @s, st($server_version >= 160000 ? 'SET debug_parallel_query = on;' : 'SET force_parallel_mode = on;'),
+		st('SET parallel_setup_cost = 0;'), st('SET parallel_tuple_cost = 0;'), st('SET min_parallel_table_scan_size = 0;'),
+		form_check('parallel-roundtrip', "SELECT count(*) FILTER (WHERE snowflake_from_text(snowflake_to_text(id, 'crockford'), 'crockford') IS DISTINCT FROM id::snowflake) FROM fuzz_t WHERE id >= 0"),
+		st('RESET ALL;');
+	push @s, st('DROP TABLE fuzz_typed;');
+	return @s;
+}
+
 # ---------------------------------------------------------------- run
 
 my @sections = (
@@ -1166,6 +1342,7 @@ my @sections = (
 	[ rewrite => sub { section_rewrite_queries(0) } ],
 	[ leases => \&section_leases ],
 	[ role => \&section_role ],
+	[ type => \&section_type ],
 );
 for my $sec (@sections) {
 	my ($name, $gen) = @$sec;
@@ -1213,6 +1390,16 @@ if ($noise_pid) {
 	printf "targeted: %-9s %6d statements in %d scripts, %d IDs, beside the others\n", 'noise', $noise_statements,
 		$chunks, $noise_ids;
 }
+
+# Every check of the type ran and counted no mismatch.
+for my $k (@form_keys) {
+	if (!defined $form_checks{$k}) {
+		fail("type: the check $k did not run (find 'form', '$k' in the type script)");
+	} else {
+		check($form_checks{$k} == 0, "type: the check $k counted $form_checks{$k} mismatches");
+	}
+}
+print "targeted: type checks: " . scalar(@form_keys) . ", " . scalar(grep { ($form_checks{$_} // 1) != 0 } @form_keys) . " failed or did not run\n";
 
 # Every rewritten comparison agrees with its reference.
 my ($cmp_ok, $cmp_bad) = (0, 0);

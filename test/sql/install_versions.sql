@@ -30,6 +30,15 @@ CREATE EXTENSION snowflake VERSION '1.5';
 \set SHOW_CONTEXT errors
 SELECT count(*) AS installed FROM pg_extension WHERE extname = 'snowflake';
 
+-- The type's name must be free in the extension's schema: a table named
+-- snowflake has a row type of that name.
+CREATE TABLE snowflake (x integer);
+\set SHOW_CONTEXT never
+CREATE EXTENSION snowflake;
+\echo :LAST_ERROR_SQLSTATE
+\set SHOW_CONTEXT errors
+DROP TABLE snowflake;
+
 -- The current version installs from its own script.
 CREATE EXTENSION snowflake;
 SELECT extversion = (SELECT default_version FROM pg_available_extensions
@@ -37,8 +46,8 @@ SELECT extversion = (SELECT default_version FROM pg_available_extensions
   FROM pg_extension WHERE extname = 'snowflake';
 
 -- No function of the extension runs with rights other than its caller's,
--- and only snowflake_convert_column() and snowflake_publication_tables() pin
--- their search_path.
+-- and only snowflake_convert_column(), snowflake_convert_type() and
+-- snowflake_publication_tables() pin their search_path.
 SELECT p.proname, p.prosecdef, p.proconfig
   FROM pg_proc AS p
        JOIN pg_depend AS d

@@ -114,3 +114,15 @@ SELECT n.node_id,
        s.node_collision
   FROM snowflake_nodes AS n, snowflake_status() AS s
  WHERE n.instance_id = s.instance_id;
+
+-- 1.6: the layout's horizon, the first millisecond its 41 timestamp bits
+-- cannot express (2^41 ms after the epoch), and the seconds left until it
+-- by this server's clock; how far the reservation runs ahead of the clock,
+-- at most reserve_ahead (1 s) past the newest ID, itself at most max_drift
+-- (1 s) ahead.
+SELECT horizon,
+       horizon = epoch + 2199023255552 * interval '1 ms' AS two_to_the_41_ms,
+       abs(horizon_seconds - extract(epoch FROM horizon - clock_timestamp())) <= 1
+           AS seconds_left,
+       reserved_ahead_ms BETWEEN 0 AND 2000 AS reserved_ahead
+  FROM snowflake_status();

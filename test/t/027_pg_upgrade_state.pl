@@ -22,6 +22,8 @@
 # 2. pg_dump and restore into a fresh cluster, its clock 1 h back, with the
 #    documented procedure: the old reservation replaces the new one if it
 #    is later.  New IDs lie above every old one.
+# Both carry a table keyed by the snowflake type, with a foreign key of
+# that type: its column types, constraints and JSON strings come along.
 use strict;
 use warnings;
 use File::Copy;
@@ -53,10 +55,21 @@ $old->safe_psql(
 CREATE EXTENSION snowflake;
 CREATE TABLE items (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), n int);
 INSERT INTO items (n) SELECT g FROM generate_series(1, 1000) AS g;
+CREATE TABLE tagged (id snowflake PRIMARY KEY DEFAULT snowflake_nextval(),
+                     parent snowflake REFERENCES tagged);
+INSERT INTO tagged (id) SELECT id FROM items WHERE n <= 10;
+UPDATE tagged SET parent = (SELECT min(id) FROM tagged) WHERE id > (SELECT min(id) FROM tagged);
 });
 my $decode_query = q{SELECT id, snowflake_decode(id) FROM items
 	WHERE n IN (1, 500, 1000) ORDER BY n};
 my $decoded_before = $old->safe_psql('postgres', $decode_query);
+# The snowflake-typed table: its columns' types and the rows as JSON.
+my $tagged_query = q{SELECT string_agg(format_type(atttypid, atttypmod), ',' ORDER BY attnum)
+	FROM pg_attribute WHERE attrelid = 'tagged'::regclass AND attnum > 0
+	UNION ALL SELECT json_agg(t ORDER BY id)::text FROM tagged AS t};
+my $tagged_before = $old->safe_psql('postgres', $tagged_query);
+like($tagged_before, qr/\Asnowflake,snowflake\n\[\{"id":"\d+","parent":null\}, \n \{"id":"\d+","parent":"\d+"\}/,
+	'the snowflake-typed table before: JSON strings');
 my $old_max = $old->safe_psql('postgres', 'SELECT max(id) FROM items');
 my $old_lease = $old->safe_psql('postgres',
 	q{SELECT token || '|' || worker_id FROM snowflake_lease_worker('before-upgrade', interval '1 hour')});
@@ -171,6 +184,12 @@ is($new->safe_psql('postgres',
 	'2000|2000|2000', 'no ID repeats, and all are node 1');
 is($new->safe_psql('postgres', $decode_query), $decoded_before,
 	'old IDs still decode as before');
+is($new->safe_psql('postgres', $tagged_query), $tagged_before,
+	'pg_upgrade: the snowflake-typed table keeps its types and rows');
+$new->command_checks_all(
+	[ 'psql', '-X', '-d', $new->connstr('postgres'), '-c', 'INSERT INTO tagged VALUES (1, 2)' ],
+	1, [qr/^$/], [qr/violates foreign key constraint "tagged_parent_fkey"/],
+	'pg_upgrade: its foreign key is enforced');
 $new->stop;
 
 # --- dump and restore into a fresh cluster, clock 1 h back ------------------
@@ -198,6 +217,8 @@ $fresh->append_conf('postgresql.conf', "snowflake.max_drift = '2h'\n");
 SnowflakeClock::start($fresh, -3600);
 is($fresh->safe_psql('postgres', $decode_query), $decoded_before,
 	'restored IDs decode as before');
+is($fresh->safe_psql('postgres', $tagged_query), $tagged_before,
+	'restore: the snowflake-typed table keeps its types and rows');
 $fresh->safe_psql('postgres',
 	'INSERT INTO items (n) SELECT g FROM generate_series(1001, 2000) AS g');
 cmp_ok($fresh->safe_psql('postgres', 'SELECT min(id) FROM items WHERE n > 1000'),

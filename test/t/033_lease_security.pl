@@ -241,7 +241,7 @@ CREATE OPERATOR public.$name (LEFTARG = $left, RIGHTARG = $right, FUNCTION = pub
 	$node->safe_psql('appdb', 'CREATE ROLE svc LOGIN');
 	grant_leases($node, 'public', 'svc');
 	is(su_psql($node, "SELECT extversion FROM pg_extension WHERE extname = 'snowflake'"),
-		'1.5', 'trojans before install: the fresh install is at 1.5');
+		'1.6', 'trojans before install: the fresh install is at 1.6');
 	is(su_psql($node, $view_foreign_deps), '',
 		'trojans before install: after CREATE EXTENSION, snowflake_leases depends on nothing outside pg_catalog and the extension');
 
@@ -256,10 +256,10 @@ CREATE OPERATOR public.$name (LEFTARG = $left, RIGHTARG = $right, FUNCTION = pub
 	$node->stop;
 }
 
-# The same trojans before a 1.4 install that is updated to 1.5, with a
-# lease that 1.4 recorded (under library 1.5, 1.4's functions refuse to
-# lease: the row stands for one taken before the restart that loaded it).
-# The shipped files install no version before 1.5: a relocated copy of the
+# The same trojans before a 1.4 install that is updated to 1.6 (through
+# 1.5), with a lease that 1.4 recorded (under library 1.6, 1.4's functions
+# refuse to lease: the row stands for one taken before the restart that
+# loaded it).  The shipped files install no version before 1.6: a relocated copy of the
 # installation installs 1.0 from the test fixture, and the shipped update
 # scripts take it to 1.4 (test/perl/SnowflakeOldVersions.pm).
 {
@@ -277,8 +277,8 @@ CREATE OPERATOR public.$name (LEFTARG = $left, RIGHTARG = $right, FUNCTION = pub
 		"SET search_path = pg_catalog, pg_temp;\n" . lease_sql('public', 'refused', '1 hour'),
 		extra_params => [ '-U', 'svc' ]);
 	like($refusal,
-		qr/snowflake 1\.4's SECURITY DEFINER functions are disabled under library 1\.5/,
-		'trojans before install (update): 1.4 functions refuse under library 1.5');
+		qr/snowflake 1\.4's SECURITY DEFINER functions are disabled under library 1\.6/,
+		'trojans before install (update): 1.4 functions refuse under library 1.6');
 	$node->safe_psql('appdb', q{
 SET search_path = pg_catalog, pg_temp;
 INSERT INTO public.snowflake_worker_leases
@@ -289,8 +289,8 @@ SELECT 0, 127, 1, 'svc-under-1.4', 'svc', interval '1 hour', 3600000, '173568960
        (extract(epoch FROM now()) * 1000)::bigint + 3600000});
 	my $old = { worker_id => 127, token => 1 };
 	($ret, $out, $err) =
-	  $node->psql('appdb', "SET search_path = pg_catalog, pg_temp;\nALTER EXTENSION snowflake UPDATE TO '1.5'");
-	is($ret, 0, 'trojans before install (update): ALTER EXTENSION snowflake UPDATE TO 1.5') or diag($err);
+	  $node->psql('appdb', "SET search_path = pg_catalog, pg_temp;\nALTER EXTENSION snowflake UPDATE TO '1.6'");
+	is($ret, 0, 'trojans before install (update): ALTER EXTENSION snowflake UPDATE TO 1.6, through 1.5') or diag($err);
 	is(su_psql($node, $view_foreign_deps), '',
 		'trojans before install (update): after the update, snowflake_leases depends on nothing outside pg_catalog and the extension');
 	as_role($node, 'svc', "SELECT not_after FROM public.snowflake_renew_lease($old->{token}, NULL::bigint)");
@@ -300,7 +300,7 @@ SELECT 0, 127, 1, 'svc-under-1.4', 'svc', interval '1 hour', 3600000, '173568960
 			"SELECT string_agg(holder || ':' || state, ',' ORDER BY token) FROM snowflake_leases"),
 		'svc-under-1.4:held,svc-under-1.5:held',
 		'trojans before install (update): a superuser reads both leases in snowflake_leases');
-	no_trojan_ran($node, 'appowner', 'trojans before install (1.4 updated to 1.5)');
+	no_trojan_ran($node, 'appowner', 'trojans before install (1.4 updated to 1.6)');
 	$node->stop;
 }
 
@@ -402,17 +402,18 @@ is( su_psql(
 		$node, "SELECT count(*) FILTER (WHERE p.prosecdef) || '|' || (count(*) > 10) $extension_functions"),
 	'0|true',
 	'no SECURITY DEFINER: no function of the extension is SECURITY DEFINER');
-# snowflake_convert_column() (1.2) and snowflake_publication_tables() (1.5),
-# both SECURITY INVOKER, keep only pg_catalog on their path; no other
-# function has a SET clause.
+# snowflake_convert_column() (1.2), snowflake_publication_tables() (1.5) and
+# snowflake_convert_type() (1.6), all SECURITY INVOKER, keep only pg_catalog
+# on their path; no other function has a SET clause.
 is( su_psql(
 		$node, "SELECT coalesce(string_agg(p.oid::regprocedure || ' ' || p.proconfig::text, ', '), '')
 		        $extension_functions
 		  WHERE p.proconfig IS NOT NULL
-		    AND NOT (p.proname IN ('snowflake_convert_column', 'snowflake_publication_tables')
+		    AND NOT (p.proname IN ('snowflake_convert_column', 'snowflake_publication_tables',
+		                           'snowflake_convert_type')
 		             AND p.proconfig = '{\"search_path=pg_catalog, pg_temp\"}')"),
 	'',
-	'no SECURITY DEFINER: no function of the extension has a SET clause (but two safe paths)');
+	'no SECURITY DEFINER: no function of the extension has a SET clause (but three safe paths)');
 
 # --- one lease per (snowflake_lease_worker(...)).* -----------------------------
 

@@ -169,6 +169,25 @@ for my $version (@old_versions)
 		"updated from $version: the catalog of a fresh $current, item by item");
 }
 
+# A table named snowflake in the extension's schema: the update to 1.6,
+# which adds the type snowflake, says so, and succeeds once it is renamed.
+$old->safe_psql('postgres', 'CREATE DATABASE clash');
+$old->safe_psql('clash', q{
+CREATE EXTENSION snowflake VERSION '1.0';
+ALTER EXTENSION snowflake UPDATE TO '1.5';
+CREATE TABLE snowflake (x integer);});
+is( messages_of($old, 'clash', "\\set SHOW_CONTEXT never\nALTER EXTENSION snowflake UPDATE"),
+	"ERROR:  42710: schema \"public\" already has a type named \"snowflake\"\n"
+	  . "DETAIL:  Version 1.6 adds the type snowflake to the extension's schema; a table named "
+	  . "snowflake has a row type of that name.\n"
+	  . "HINT:  Rename the table or type, then run the command again.",
+	'the update to 1.6 says that a table named snowflake is in the way (42710)');
+is(extversion($old, 'clash'), '1.5', 'and leaves the database at 1.5');
+$old->safe_psql('clash', 'ALTER TABLE snowflake RENAME TO snowflake_old');
+is(messages_of($old, 'clash', 'ALTER EXTENSION snowflake UPDATE'), '',
+	'once the table is renamed, the update succeeds');
+is(extversion($old, 'clash'), $current, "and the database is at $current");
+
 # --- 1.4 (and 1.3) under library 1.6 --------------------------------------------
 
 $old->safe_psql(

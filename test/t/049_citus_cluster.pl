@@ -26,6 +26,11 @@
 # 6. Without the snowflake_nodes mesh of docs/citus.md (tested by
 #    051_citus_node_ids.pl), each node's registry lists only its own node
 #    id, as the page says.
+# 7. A table keyed by the snowflake type, distributed on that key: each
+#    node inserts with DEFAULT snowflake_nextval(), a lookup by = is routed
+#    to one shard, whose task uses the primary key, and the coordinator's
+#    JSON writes the IDs as strings.  Citus refuses to colocate it with
+#    the bigint-keyed events.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -320,6 +325,36 @@ for my $node (@nodes)
 		$node_id{ $node->name },
 		$node->name . ': its registry lists only its own node id');
 }
+
+# --- 7. a distribution column of type snowflake --------------------------------
+
+$coord->safe_psql('postgres', q{
+CREATE TABLE api_items (id snowflake PRIMARY KEY DEFAULT snowflake_nextval(), note text);
+SELECT create_distributed_table('api_items', 'id', colocate_with => 'none');});
+for my $node (@nodes)
+{
+	$node->safe_psql('postgres',
+		"INSERT INTO api_items (note) SELECT 'from ' || g FROM generate_series(1, 20) AS g");
+}
+is( $coord->safe_psql('postgres', q{
+SELECT count(*), count(DISTINCT id), string_agg(DISTINCT (snowflake_decode(id)).node_id::text, ' ')
+  FROM api_items}),
+	'60|60|1 2 3', 'a snowflake distribution column: 60 distinct IDs, from every node');
+my $one_item = $coord->safe_psql('postgres', 'SELECT max(id) FROM api_items');
+my $routed = $coord->safe_psql('postgres',
+	"EXPLAIN (COSTS OFF) SELECT note FROM api_items WHERE id = $one_item");
+like($routed, qr/Task Count: 1\b/, 'a lookup by = on the snowflake key goes to one shard');
+like($routed, qr/Index Scan using api_items_pkey_\d+/, "and that shard's task uses its primary key");
+is( $coord->safe_psql('postgres',
+		"SELECT to_json(id)::text = '\"' || id || '\"', row_to_json(i)::text LIKE '{\"id\":\"%' FROM api_items AS i WHERE id = $one_item"),
+	't|t', "the coordinator's JSON writes the snowflake key as a string");
+my ($colo_out, $colo_err) = ('', '');
+$coord->psql('postgres', q{
+CREATE TABLE api_events (id snowflake PRIMARY KEY);
+SELECT create_distributed_table('api_events', 'id', colocate_with => 'events');},
+	stdout => \$colo_out, stderr => \$colo_err);
+like($colo_err, qr/ERROR:  cannot colocate tables events and api_events/,
+	'Citus does not colocate a snowflake key with a bigint key');
 
 $_->stop for @nodes;
 done_testing();

@@ -180,6 +180,16 @@ RewriteComparison(const ExtensionFunctions &fns, OpExpr *op)
 	}
 	if (id == nullptr || !CanCopy(id) || !CanCopy(ts))
 		return nullptr;
+	/*
+	 * id::timestamptz on a snowflake calls snowflake_timestamp(bigint) with
+	 * the snowflake itself; the range and the recheck take it as the bigint
+	 * it is, so that every expression in the tree has the type its
+	 * operator or function declares.
+	 */
+	if (exprType(id) != INT8OID)
+		id = reinterpret_cast<Node *>(makeRelabelType(reinterpret_cast<Expr *>(CopyNode(id)),
+													  INT8OID, -1, InvalidOid,
+													  COERCE_IMPLICIT_CAST));
 
 	List	   *clauses = NIL;
 

@@ -15,14 +15,17 @@ extern "C"
 #include "tcop/tcopprot.h"	/* die */
 #include "utils/guc.h"		/* ProcessConfigFile */
 #include "utils/memutils.h"
+#include "utils/timestamp.h"	/* timestamptz_to_str */
 #include "utils/wait_event.h"
 }
 
+#include "core/horizon.hpp"
 #include "core/layout.hpp"
 #include "pg/clock.hpp"
 #include "pg/reservation/reservation.hpp"
 #include "pg/reservation/reservation_worker.hpp"
 #include "pg/settings.hpp"
+#include "pg/timestamps.hpp"
 
 
 static constexpr long kTickMs = 50;
@@ -87,6 +90,32 @@ ObserveClockSteps(SharedState *state, int64 *previous_offset_us)
 					static_cast<int64>(back_ms))));
 }
 
+/*
+ * Warns once a UTC day, from this worker's start, while the running layout
+ * has less than a year of timestamps left; "last_warned_day" is the day of
+ * the last warning.  Arithmetic on the settings only: no catalog.
+ */
+static void
+WarnOfHorizon(int64 *last_warned_day)
+{
+	const snowflake::Layout &layout = g_settings.layout;
+	int64 now_unix_ms = NowUnixMs();
+
+	if (!snowflake::HorizonWarningDue(layout, now_unix_ms, *last_warned_day))
+		return;
+	*last_warned_day = snowflake::UnixDay(now_unix_ms);
+
+	long long days = snowflake::MsUntilHorizon(layout, now_unix_ms) / snowflake::kMsPerDay;
+
+	ereport(WARNING,
+			(errmsg_plural("the snowflake layout runs out of timestamps in %lld day",
+						   "the snowflake layout runs out of timestamps in %lld days", days,
+						   days),
+			 errdetail("Its last millisecond is %s; from then on no ID can be issued.",
+					   timestamptz_to_str(UnixMsToTimestampTz(layout.LastUnixMs()))),
+			 errhint("See \"Changing the layout\" in the snowflake documentation.")));
+}
+
 void
 snowflake_reservation_main(Datum arg)
 {
@@ -101,6 +130,7 @@ snowflake_reservation_main(Datum arg)
 	int64		previous_offset_us = NowUnixUs() - NowMonotonicUs();
 	int64		newest_seen = -1;
 	int64		active_until_us = 0;
+	int64		last_warned_day = snowflake::kNeverWarnedDay;
 
 	/* The worker runs for months: what a tick allocates goes with it. */
 	MemoryContext tick_context = AllocSetContextCreate(TopMemoryContext,
@@ -131,6 +161,7 @@ snowflake_reservation_main(Datum arg)
 		}
 		ObserveClockSteps(state, &previous_offset_us);
 		KeepReservationAhead(state, &newest_seen, &active_until_us);
+		WarnOfHorizon(&last_warned_day);
 		MemoryContextSwitchTo(previous);
 	}
 }

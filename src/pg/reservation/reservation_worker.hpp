@@ -8,7 +8,10 @@
  *	  10 s), so generating sessions rarely extend it themselves, and writes
  *	  nothing once no IDs are issued;
  *	- compares the wall clock with the monotonic clock, and counts each
- *	  backward step of the wall clock of 1 ms or more in snowflake_status().
+ *	  backward step of the wall clock of 1 ms or more in snowflake_status();
+ *	- warns in the server log, at its start and then once a UTC day, while
+ *	  the running layout has less than a year of timestamps left
+ *	  (core/horizon.hpp).
  *
  * It runs on primaries only (from the end of recovery), with no database.
  */
