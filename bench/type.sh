@@ -46,6 +46,9 @@
 #                   (10,000) rows spread over the table
 #   ts_range        the same windows written as snowflake_timestamp(id) >= a
 #                   AND snowflake_timestamp(id) < b (the planner's rewrite)
+#   ts_cast         on the snowflake key, the same as id::timestamptz >= a
+#                   AND id::timestamptz < b (the type's cast), against
+#                   bigint's ts_range
 #   join_window     children JOIN parents ON p.id = c.parent for a window of
 #                   BENCH_TYPE_JOIN_CHILDREN (1,000) children, per window
 #   join_all        the same join over all the loaded children
@@ -80,7 +83,7 @@ TYPE_RANGE_ROWS=${BENCH_TYPE_RANGE_ROWS:-10000}
 TYPE_JOIN_CHILDREN=${BENCH_TYPE_JOIN_CHILDREN:-1000}
 TYPE_PERCALL_N=${BENCH_TYPE_PERCALL_N:-200000}
 
-type_ops=(insert insert_child lookup lookup_literal range ts_range join_window join_all)
+type_ops=(insert insert_child lookup lookup_literal range ts_range ts_cast join_window join_all)
 type_exprs=("1" "snowflake_bench_noop()" "snowflake_nextval()" "nextval('bench_seq')" "gen_random_uuid()")
 
 # type_measure PORT: loads the tables into the "bench" database of the
@@ -212,7 +215,7 @@ type_unit() {
 		insert | insert_child) echo "$TYPE_INSERTS row" ;;
 		lookup) echo "$TYPE_LOOKUPS lookup" ;;
 		lookup_literal) echo "$TYPE_LITERALS lookup" ;;
-		range | ts_range | join_window) echo "$TYPE_WINDOWS statement" ;;
+		range | ts_range | ts_cast | join_window) echo "$TYPE_WINDOWS statement" ;;
 		join_all) echo "1 statement" ;;
 	esac
 }
@@ -234,10 +237,11 @@ type_report() {
 	echo "${ind}Plans, EXPLAIN of every statement before and after the rounds (t_K: t_bigint or t_snowflake;"
 	echo "${ind}the same for both, or the run fails; lookup: the generic plan of PREPARE ... WHERE id = \$1,"
 	echo "${ind}\$1 of the key's type; the window statements: every window's, here the distinct ones):"
-	for op in lookup lookup_literal range ts_range join_window join_all; do
+	for op in lookup lookup_literal range ts_range ts_cast join_window join_all; do
 		printf "%s  %-15s %s\n" "$ind" "$op" "$(type_plan_shapes "$op" snowflake)"
 	done
 	printf "%s  ts_range's index condition, snowflake: %s\n" "$ind" "$(type_plan ts_range snowflake 5)"
+	printf "%s  ts_cast's: %s\n" "$ind" "$(type_plan ts_cast snowflake 5)"
 	echo
 	echo "${ind}Time, server-side, $TYPE_RUNS rounds; in each, every unit $((2 * TYPE_ALTERNATIONS)) times per kind, in $TYPE_ALTERNATIONS turns of"
 	echo "${ind}A B B A (join_all: one turn): medians of the rounds' means, ms per unit and microseconds per row,"
@@ -292,7 +296,7 @@ type_report() {
 	echo
 	echo "${ind}Targets"
 	local worst="" worst_op="" r
-	for op in lookup lookup_literal range ts_range join_window; do
+	for op in lookup lookup_literal range ts_range ts_cast join_window; do
 		r=$(type_ratios "$op" snowflake | median)
 		if [ -z "$worst" ] || awk "BEGIN { exit !(($r > 1 ? $r - 1 : 1 - $r) > ($worst > 1 ? $worst - 1 : 1 - $worst)) }"; then
 			worst=$r worst_op=$op

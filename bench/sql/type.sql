@@ -117,7 +117,8 @@ CREATE TABLE ins_uuid (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), v int NOT 
 --                   cached plan with a parameter)
 --   lookup_literal  the same, each statement sent as text with the ID as
 --                   a literal (parsed and planned each time)
---   range, ts_range, join: the windows, each statement sent as text
+--   range, ts_range, ts_cast, join_window, join_all: the windows, each
+--                   statement sent as text
 --                   (bench_type_statement), so that bench_type_plans()
 --                   explains exactly what ran
 CREATE FUNCTION bench_type_make(kind text)
@@ -185,7 +186,7 @@ END $make$;
 
 SELECT bench_type_make(k) FROM unnest(ARRAY['bigint', 'snowflake', 'bigserial', 'uuid']) AS k;
 
--- The statement of one window of range, ts_range, join_window or
+-- The statement of one window of range, ts_range, ts_cast, join_window or
 -- join_all, for one kind, with its bounds as literals.
 CREATE FUNCTION bench_type_statement(op text, kind text, w bench_type_windows)
 RETURNS text
@@ -197,6 +198,12 @@ BEGIN
         WHEN 'ts_range' THEN
             format('SELECT count(v) FROM t_%s WHERE snowflake_timestamp(id) >= %L '
                    'AND snowflake_timestamp(id) < %L', kind, w.lo_ts, w.hi_ts)
+        -- The type's own cast; bigint has none, so its side is ts_range's.
+        WHEN 'ts_cast' THEN
+            CASE kind WHEN 'snowflake' THEN
+                format('SELECT count(v) FROM t_%s WHERE id::timestamptz >= %L '
+                       'AND id::timestamptz < %L', kind, w.lo_ts, w.hi_ts)
+            ELSE bench_type_statement('ts_range', kind, w) END
         WHEN 'join_window' THEN
             format('SELECT count(p.v) FROM c_%1$s AS c JOIN t_%1$s AS p ON p.id = c.parent '
                    'WHERE c.cid BETWEEN %2$s AND %3$s', kind, w.c_lo, w.c_hi)
@@ -229,7 +236,7 @@ CREATE FUNCTION bench_type_op(op text, kind text, reps int, OUT ms float8, OUT c
 LANGUAGE plpgsql AS $$
 DECLARE
     q text := CASE
-        WHEN op IN ('range', 'ts_range', 'join_window', 'join_all') THEN
+        WHEN op IN ('range', 'ts_range', 'ts_cast', 'join_window', 'join_all') THEN
             format('SELECT bench_type_windows_run(%L, %L)', op, kind)
         WHEN op = 'lookup' THEN format('SELECT bench_type_lookup_%s()', kind)
         ELSE format('SELECT bench_type_%s_%s(%s)', op, kind, reps) END;
@@ -255,7 +262,7 @@ RETURNS TABLE (op text, kind text, run int, ms float8, check_value bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
     ops text[] := ARRAY['insert', 'insert_child', 'lookup', 'lookup_literal', 'range',
-                        'ts_range', 'join_window', 'join_all', 'percall'];
+                        'ts_range', 'ts_cast', 'join_window', 'join_all', 'percall'];
     exprs text[] := ARRAY['1', 'snowflake_bench_noop()', 'snowflake_nextval()',
                           'nextval(''bench_seq'')', 'gen_random_uuid()'];
     kinds text[];
@@ -328,8 +335,8 @@ DECLARE
 BEGIN
     SELECT id INTO probe FROM bench_type_probes ORDER BY i LIMIT 1;
     FOREACH kind IN ARRAY ARRAY['bigint', 'snowflake'] LOOP
-        FOREACH op IN ARRAY ARRAY['lookup', 'lookup_literal', 'range', 'ts_range', 'join_window',
-                                  'join_all'] LOOP
+        FOREACH op IN ARRAY ARRAY['lookup', 'lookup_literal', 'range', 'ts_range', 'ts_cast',
+                                  'join_window', 'join_all'] LOOP
             FOR w IN SELECT * FROM bench_type_windows ORDER BY j LOOP
                 j := w.j;
                 IF op = 'lookup' THEN
