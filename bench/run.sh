@@ -29,9 +29,13 @@
 #
 #   D  no shared_preload_libraries at all: part 8's baseline
 #
-# runs the eight parts, prints the table, then stops and removes the
+# runs the nine parts, prints the table, then stops and removes the
 # clusters, the build copies and the copy of PostgreSQL with all that was
-# installed into it.  About 5 minutes.
+# installed into it.  About 5 minutes.  Part 9, the snowflake type against
+# bigint, is bench/type.sh's measurement on cluster B, smaller
+# (BENCH_TYPE_ROWS 500000, BENCH_TYPE_RUNS 5, BENCH_TYPE_ALTERNATIONS 4,
+# BENCH_TYPE_JOIN_CHILDREN 200; its other knobs apply too): about 40
+# seconds more; BENCH_TYPE_ROWS=0 skips it.
 #
 # Knobs (environment): BENCH_RUNS (7), BENCH_PERCALL_N (2000000),
 # BENCH_SUSTAINED_N (20000000), BENCH_SUSTAINED_RUNS (5), BENCH_BURST_N
@@ -73,6 +77,11 @@ CONN_TX=${BENCH_CONN_TX:-100}
 
 # shellcheck source=bench/lib.sh
 . "$top/bench/lib.sh"
+# Part 9: bench/type.sh's type_measure and type_report, smaller.
+: "${BENCH_TYPE_ROWS:=500000}" "${BENCH_TYPE_RUNS:=5}" "${BENCH_TYPE_ALTERNATIONS:=4}"
+: "${BENCH_TYPE_JOIN_CHILDREN:=200}"
+# shellcheck source=bench/type.sh
+. "$top/bench/type.sh"
 bench_require_root
 
 bench_pg_version "${1:-}"
@@ -483,6 +492,11 @@ for n in "${conn_names[@]}"; do
 done
 conn_preload=$(conn_ratios one unpreloaded | median)
 conn_first=$(conn_ratios snowflake one | median)
+# ---------------------------------------------------------------- part 9
+# The snowflake type against bigint, on cluster B (bench/type.sh).
+if ((TYPE_ROWS > 0)); then
+	type_measure "$port_b"
+fi
 
 # ---------------------------------------------------------------- report
 status_a=$(sql "$port_a" -c "SELECT ids_issued, overflow_waits, reservations FROM snowflake_status()")
@@ -592,6 +606,11 @@ for v in new base; do
 		"$(lat_med "$v" idle)" "$(lat_max "$v" idle)" "$(lat_slow "$v" idle)"
 done
 echo "   reservation records on A during part 7: $lat_res_new"
+if ((TYPE_ROWS > 0)); then
+	echo
+	echo "8. The snowflake type against bigint, as bench/type.sh measures it (cluster B):"
+	type_report "   "
+fi
 
 echo
 echo "8. A new connection running one statement: pgbench -n -C -c 1 -t $CONN_TX, $CONN_ROUNDS rounds,"
