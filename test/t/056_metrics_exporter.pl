@@ -107,6 +107,22 @@ cmp_ok($days, '<', 365, 'less than a year is left');
 
 $node->safe_psql('postgres', SnowflakeDocs::block('docs/operations.md', 'exporter-role'));
 
+# Look-alikes a role that may create in the extension's schema could plant
+# for the queries' operators and functions (the exact types pg_catalog has
+# no operator for, and unqualified built-ins): the file names pg_catalog's,
+# so none of them runs as the exporter.  Each records who ran it.
+$node->safe_psql('postgres', q{
+CREATE TABLE planted_runs (who name);
+GRANT INSERT ON planted_runs TO PUBLIC;
+CREATE FUNCTION public.planted_div(bigint, numeric) RETURNS numeric LANGUAGE sql
+    AS $$ INSERT INTO public.planted_runs VALUES (current_user); SELECT 0::numeric $$;
+CREATE OPERATOR public./ (LEFTARG = bigint, RIGHTARG = numeric, FUNCTION = public.planted_div);
+CREATE FUNCTION public.clock_timestamp() RETURNS timestamptz LANGUAGE sql
+    AS $$ INSERT INTO public.planted_runs VALUES (current_user); SELECT now() $$;
+CREATE FUNCTION public.unnest(text[]) RETURNS SETOF text LANGUAGE sql
+    AS $$ INSERT INTO public.planted_runs VALUES (current_user); SELECT 'held'::text $$;
+});
+
 my $http_port = PostgreSQL::Test::Cluster::get_free_port();
 my $command = SnowflakeDocs::block('docs/operations.md', 'exporter');
 my %local = (
@@ -195,6 +211,8 @@ my %types = (
 	snowflake_horizon_seconds => 'gauge',
 	snowflake_leases_count => 'gauge');
 my $first = scrape();
+is($node->safe_psql('postgres', 'SELECT count(*) FROM planted_runs'), '0',
+	"the queries run none of the look-alikes planted in the extension's schema");
 for my $name (sort keys %types)
 {
 	is($first->{type}{$name}, $types{$name}, "$name is a $types{$name}");
