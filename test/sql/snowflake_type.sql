@@ -491,6 +491,19 @@ SELECT count(*) AS ids,
 SELECT d.* FROM snowflake_decode(9223372036854775807::snowflake) AS d;
 SELECT d.* FROM snowflake_decode(9223372036854775807::bigint) AS d;
 
+-- Calls on a snowflake look along the whole search_path
+-- (docs/snowflake-type.md, Limitations): nothing takes a snowflake
+-- exactly, so a function that does wins from a schema listed after the
+-- extension's and after pg_catalog; on a bigint the extension's own runs.
+CREATE SCHEMA type_test_late;
+CREATE FUNCTION type_test_late.snowflake_timestamp(id snowflake) RETURNS timestamptz
+    LANGUAGE sql AS $$ SELECT timestamptz 'epoch' $$;
+SET search_path = public, pg_catalog, type_test_late;
+SELECT snowflake_timestamp(9007199254740993::snowflake) = 'epoch' AS late_one_wins,
+       snowflake_timestamp(9007199254740993::bigint) = 'epoch' AS not_on_bigint;
+SET search_path = type_test, public;
+DROP SCHEMA type_test_late CASCADE;
+
 RESET max_parallel_workers_per_gather;
 RESET search_path;
 SET client_min_messages = warning;

@@ -188,6 +188,21 @@ is(messages_of($old, 'clash', 'ALTER EXTENSION snowflake UPDATE'), '',
 	'once the table is renamed, the update succeeds');
 is(extversion($old, 'clash'), $current, "and the database is at $current");
 
+# A view over snowflake_status(): the update, which recreates the function
+# with more columns, stops naming the view (CHANGELOG.md, 1.6), and
+# succeeds once it is dropped.
+$old->safe_psql('postgres', 'CREATE DATABASE statusview');
+$old->safe_psql('statusview', q{
+CREATE EXTENSION snowflake VERSION '1.0';
+ALTER EXTENSION snowflake UPDATE TO '1.5';
+CREATE VIEW my_status AS SELECT ids_issued FROM snowflake_status();});
+like(messages_of($old, 'statusview', 'ALTER EXTENSION snowflake UPDATE'),
+	qr/\AERROR:  2BP01: cannot drop function snowflake_status\(\) because other objects depend on it\nDETAIL:  view my_status depends on function snowflake_status\(\)/,
+	'a view over snowflake_status() stops the update to 1.6, naming the view (2BP01)');
+$old->safe_psql('statusview', 'DROP VIEW my_status');
+is(messages_of($old, 'statusview', 'ALTER EXTENSION snowflake UPDATE'), '',
+	'once the view is dropped, the update succeeds');
+
 # --- 1.4 (and 1.3) under library 1.6 --------------------------------------------
 
 $old->safe_psql(
