@@ -453,9 +453,15 @@ GRANT SELECT ON snowflake_workers TO PUBLIC;
 -- function, operator or type that is not built in (another role's
 -- function would run with the caller's rights, and a look-alike of the
 -- same name that takes a bigint could take its place), and it changes
--- only tables the caller owns.  The rewrite fires no trigger and evaluates
--- no default.  It runs at READ COMMITTED only, so that its checks, made
--- after its locks, see everything committed before them.
+-- only tables that the calling role owns itself: a superuser or a member
+-- of the owning role passes every ownership check, but a CHECK constraint
+-- that calls only built-ins (query_to_xml(), set_config()) would still run
+-- the owner's code with its rights.  It finds the extension's schema and
+-- functions by OID before its first lock, refuses if that schema was
+-- renamed or replaced while it waited, and names them in its statements
+-- from their OIDs.  The rewrite fires no trigger and evaluates no default.
+-- It runs at READ COMMITTED only, so that its checks, made after its
+-- locks, see everything committed before them.
 CREATE FUNCTION snowflake_convert_column(table_name regclass, column_name name)
 RETURNS TABLE (affected_table regclass,
                affected_column name,
@@ -526,7 +532,6 @@ BEGIN
                                     upper(current_setting('transaction_isolation'))),
                     HINT = 'Run it in a READ COMMITTED transaction, the default.';
     END IF;
-
 
     -- Every table it changes must belong to the calling role itself: ALTER
     -- TABLE checks their CHECK constraints again with the caller's rights,
@@ -605,6 +610,21 @@ BEGIN
     new_rels := ARRAY[table_name::oid];
     LOOP
       FOR pass IN 1 .. 2 LOOP
+        -- LOCK TABLE looks the names up again after a wait: a table renamed
+        -- or replaced meanwhile would leave this one unlocked.
+        FOR ref IN
+            SELECT n.relid FROM unnest(new_rels) AS n(relid)
+             WHERE pass = 2
+               AND NOT EXISTS (SELECT FROM pg_locks AS l
+                                WHERE l.locktype = 'relation' AND l.relation = n.relid
+                                  AND l.pid = pg_backend_pid() AND l.mode = 'AccessExclusiveLock'
+                                  AND l.granted)
+             LIMIT 1
+        LOOP
+            RAISE EXCEPTION 'table % was renamed or replaced while snowflake_convert_column() waited for its lock', ref.relid::regclass
+                  USING ERRCODE = 'object_not_in_prerequisite_state',
+                        HINT = 'Call it again.';
+        END LOOP;
         FOR ref IN
             WITH RECURSIVE tree(relid, top) AS (
                 SELECT n.relid, n.relid FROM unnest(new_rels) AS n(relid)
@@ -617,7 +637,7 @@ BEGIN
               FROM tree AS t
                    JOIN pg_class AS c ON c.oid = t.relid
                    JOIN pg_class AS tc ON tc.oid = t.top
-             WHERE c.relowner <> caller
+             WHERE c.relowner IS DISTINCT FROM caller
              ORDER BY array_position(new_rels, t.top), t.relid <> t.top, c.relname
              LIMIT 1
         LOOP
@@ -1042,7 +1062,13 @@ COMMENT ON FUNCTION snowflake_convert_column(regclass, name) IS
 -- exclusion constraint, an index, extended statistics) when that
 -- expression names a function, operator or type that is not built in: a
 -- look-alike of the same name that takes a snowflake, made by another
--- role, would take its place and run with the caller's rights.  It runs at
+-- role, would take its place and run with the caller's rights.  PostgreSQL
+-- checks a CHECK constraint on a converted column again with the caller's
+-- rights, and one that calls only built-ins (query_to_xml(), set_config())
+-- can still run its owner's code: so it changes only tables that the
+-- calling role owns itself, superusers and members of the owner included.
+-- It finds its type by OID before its first lock and refuses if the
+-- extension's schema was renamed or replaced while it waited.  It runs at
 -- READ COMMITTED only, so that its checks, made after its locks, see
 -- everything committed before them.
 CREATE FUNCTION snowflake_convert_type(table_name regclass, column_name name)
@@ -1102,7 +1128,6 @@ BEGIN
                     HINT = 'Run it in a READ COMMITTED transaction, the default.';
     END IF;
 
-
     -- Every table it changes must belong to the calling role itself: ALTER
     -- TABLE checks their CHECK constraints again with the caller's rights,
     -- and a superuser, or a member of the owning role, passes every
@@ -1154,6 +1179,21 @@ BEGIN
     new_rels := ARRAY[table_name::oid];
     LOOP
       FOR pass IN 1 .. 2 LOOP
+        -- LOCK TABLE looks the names up again after a wait: a table renamed
+        -- or replaced meanwhile would leave this one unlocked.
+        FOR ref IN
+            SELECT n.relid FROM unnest(new_rels) AS n(relid)
+             WHERE pass = 2
+               AND NOT EXISTS (SELECT FROM pg_locks AS l
+                                WHERE l.locktype = 'relation' AND l.relation = n.relid
+                                  AND l.pid = pg_backend_pid() AND l.mode = 'AccessExclusiveLock'
+                                  AND l.granted)
+             LIMIT 1
+        LOOP
+            RAISE EXCEPTION 'table % was renamed or replaced while snowflake_convert_type() waited for its lock', ref.relid::regclass
+                  USING ERRCODE = 'object_not_in_prerequisite_state',
+                        HINT = 'Call it again.';
+        END LOOP;
         FOR ref IN
             WITH RECURSIVE tree(relid, top) AS (
                 SELECT n.relid, n.relid FROM unnest(new_rels) AS n(relid)
@@ -1166,7 +1206,7 @@ BEGIN
               FROM tree AS t
                    JOIN pg_class AS c ON c.oid = t.relid
                    JOIN pg_class AS tc ON tc.oid = t.top
-             WHERE c.relowner <> caller
+             WHERE c.relowner IS DISTINCT FROM caller
              ORDER BY array_position(new_rels, t.top), t.relid <> t.top, c.relname
              LIMIT 1
         LOOP
