@@ -345,7 +345,7 @@ BEGIN
                                       ELSE format('Column "%s" of table "%s" is to become snowflake.', column_name, rel_name)
                                  END
                                  || ' ALTER TABLE checks the CHECK constraints of the tables it changes again with the rights of the role that runs it, so code of the table''s owner would run with yours.',
-                        HINT = format('Run snowflake_convert_type() as the role that owns every table it changes: SET ROLE %I (or change the owner of the table), then call it again. A key that tables of several owners reference needs their foreign keys dropped, and created again after the conversion.', ref.owner_name);
+                        HINT = format('Run snowflake_convert_type() in a session of the role that owns every table it changes, logged in as %I (SET ROLE from a more privileged session is no boundary: the owner''s code could RESET ROLE), or change the owner of the table, then call it again. A key that tables of several owners reference needs their foreign keys dropped, and created again after the conversion.', ref.owner_name);
         END LOOP;
         EXIT WHEN pass = 2;
         EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE',
@@ -878,7 +878,7 @@ BEGIN
                                       ELSE format('Column "%s" of table "%s" is to take snowflake IDs.', column_name, rel_name)
                                  END
                                  || ' ALTER TABLE checks the CHECK constraints of the tables it changes again with the rights of the role that runs it, so code of the table''s owner would run with yours.',
-                        HINT = format('Run snowflake_convert_column() as the role that owns every table it changes: SET ROLE %I (or change the owner of the table), then call it again. A key that tables of several owners reference needs their foreign keys dropped, and created again after the conversion.', ref.owner_name);
+                        HINT = format('Run snowflake_convert_column() in a session of the role that owns every table it changes, logged in as %I (SET ROLE from a more privileged session is no boundary: the owner''s code could RESET ROLE), or change the owner of the table, then call it again. A key that tables of several owners reference needs their foreign keys dropped, and created again after the conversion.', ref.owner_name);
         END LOOP;
         EXIT WHEN pass = 2;
         EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE',
