@@ -47,7 +47,7 @@ REGRESS = api decode errors status install_versions leases lease_calls convert c
 	parallel_workers text_forms
 # Inputs under test/: test/sql, test/specs and test/expected.
 REGRESS_OPTS = --inputdir=test --temp-instance=tmp_check_regress --temp-config=test/conf/regress.conf
-ISOLATION = slot_claims interleaved_nextval lease_no_blocking
+ISOLATION = slot_claims interleaved_nextval lease_no_blocking convert_schema_swap
 ISOLATION_OPTS = --inputdir=test --temp-instance=tmp_check_iso --temp-config=test/conf/preload.conf
 # Specs that need every session on one worker slot run on an instance of
 # their own, with snowflake.worker_bits = 0.

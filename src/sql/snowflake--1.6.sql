@@ -453,9 +453,15 @@ GRANT SELECT ON snowflake_workers TO PUBLIC;
 -- function, operator or type that is not built in (another role's
 -- function would run with the caller's rights, and a look-alike of the
 -- same name that takes a bigint could take its place), and it changes
--- only tables the caller owns.  The rewrite fires no trigger and evaluates
--- no default.  It runs at READ COMMITTED only, so that its checks, made
--- after its locks, see everything committed before them.
+-- only tables that the calling role owns itself: a superuser or a member
+-- of the owning role passes every ownership check, but a CHECK constraint
+-- that calls only built-ins (query_to_xml(), set_config()) would still run
+-- the owner's code with its rights.  It finds the extension's schema and
+-- functions by OID before its first lock, refuses if that schema was
+-- renamed or replaced while it waited, and names them in its statements
+-- from their OIDs.  The rewrite fires no trigger and evaluates no default.
+-- It runs at READ COMMITTED only, so that its checks, made after its
+-- locks, see everything committed before them.
 CREATE FUNCTION snowflake_convert_column(table_name regclass, column_name name)
 RETURNS TABLE (affected_table regclass,
                affected_column name,
@@ -503,6 +509,18 @@ DECLARE
     i             integer;
     via           text;
     statement     text;
+    -- The calling role, which must own every table the function changes.
+    caller        oid;
+    -- The extension's schema and the objects of the extension that the
+    -- function runs or writes into its statements, found by OID before any
+    -- lock and named from their OIDs just before each statement runs.
+    ext_oid       oid;
+    ext_schema    oid;
+    ext_schema_name name;
+    nextval_fn    oid;        -- snowflake_nextval()
+    status_fn     oid;        -- snowflake_status()
+    decode_fn     oid;        -- snowflake_decode(bigint)
+    max_value_ts  timestamptz;
 BEGIN
     -- At REPEATABLE READ or SERIALIZABLE the checks below would read the
     -- catalog as it was before the locks, and miss a constraint or index
@@ -513,6 +531,55 @@ BEGIN
                     DETAIL = format('This transaction runs at %s, so its checks would read the catalog as it was before the conversion locked the tables.',
                                     upper(current_setting('transaction_isolation'))),
                     HINT = 'Run it in a READ COMMITTED transaction, the default.';
+    END IF;
+
+    -- Every table it changes must belong to the calling role itself: ALTER
+    -- TABLE checks their CHECK constraints again with the caller's rights,
+    -- and a superuser, or a member of the owning role, passes every
+    -- ownership check while the owner's code would run as that caller.
+    SELECT r.oid INTO caller FROM pg_roles AS r WHERE r.rolname = current_user;
+
+    -- The extension's schema, by OID, before any lock: it must be the one
+    -- this function was created in.
+    SELECT e.oid, e.extnamespace, n.nspname INTO ext_oid, ext_schema, ext_schema_name
+      FROM pg_extension AS e JOIN pg_namespace AS n ON n.oid = e.extnamespace
+     WHERE e.extname = 'snowflake';
+    IF ext_schema IS DISTINCT FROM '@extschema@'::regnamespace::oid THEN
+        RAISE EXCEPTION 'the schema of extension snowflake is not the one %() was created in', 'snowflake_convert_column'
+              USING ERRCODE = 'object_not_in_prerequisite_state',
+                    HINT = 'Only a role you trust should own the schema of extension snowflake; look at what changed, then call it again.';
+    END IF;
+    -- Its functions that this one calls or writes into a default.
+    SELECT o.oid INTO nextval_fn
+      FROM pg_proc AS o
+           JOIN pg_depend AS dep
+             ON dep.classid = 'pg_proc'::regclass AND dep.objid = o.oid
+            AND dep.refclassid = 'pg_extension'::regclass AND dep.refobjid = ext_oid AND dep.deptype = 'e'
+     WHERE o.pronamespace = ext_schema AND o.proname = 'snowflake_nextval' AND o.pronargs = 0;
+    IF nextval_fn IS NULL THEN
+        RAISE EXCEPTION 'extension snowflake has no function snowflake_nextval() in schema "%"', ext_schema_name
+              USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    SELECT o.oid INTO status_fn
+      FROM pg_proc AS o
+           JOIN pg_depend AS dep
+             ON dep.classid = 'pg_proc'::regclass AND dep.objid = o.oid
+            AND dep.refclassid = 'pg_extension'::regclass AND dep.refobjid = ext_oid AND dep.deptype = 'e'
+     WHERE o.pronamespace = ext_schema AND o.proname = 'snowflake_status' AND o.pronargs = 0;
+    IF status_fn IS NULL THEN
+        RAISE EXCEPTION 'extension snowflake has no function snowflake_status() in schema "%"', ext_schema_name
+              USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    SELECT o.oid INTO decode_fn
+      FROM pg_proc AS o
+           JOIN pg_depend AS dep
+             ON dep.classid = 'pg_proc'::regclass AND dep.objid = o.oid
+            AND dep.refclassid = 'pg_extension'::regclass AND dep.refobjid = ext_oid AND dep.deptype = 'e'
+     WHERE o.pronamespace = ext_schema AND o.proname = 'snowflake_decode' AND o.pronargs = 1
+       AND o.proargtypes[0] = 'bigint'::regtype;
+    IF decode_fn IS NULL THEN
+        RAISE EXCEPTION 'extension snowflake has no function snowflake_decode(bigint) in schema "%"', ext_schema_name
+              USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
 
     -- The table.
@@ -542,6 +609,22 @@ BEGIN
     -- another role's table.
     new_rels := ARRAY[table_name::oid];
     LOOP
+      FOR pass IN 1 .. 2 LOOP
+        -- LOCK TABLE looks the names up again after a wait: a table renamed
+        -- or replaced meanwhile would leave this one unlocked.
+        FOR ref IN
+            SELECT n.relid FROM unnest(new_rels) AS n(relid)
+             WHERE pass = 2
+               AND NOT EXISTS (SELECT FROM pg_locks AS l
+                                WHERE l.locktype = 'relation' AND l.relation = n.relid
+                                  AND l.pid = pg_backend_pid() AND l.mode = 'AccessExclusiveLock'
+                                  AND l.granted)
+             LIMIT 1
+        LOOP
+            RAISE EXCEPTION 'table % was renamed or replaced while snowflake_convert_column() waited for its lock', ref.relid::regclass
+                  USING ERRCODE = 'object_not_in_prerequisite_state',
+                        HINT = 'Call it again.';
+        END LOOP;
         FOR ref IN
             WITH RECURSIVE tree(relid, top) AS (
                 SELECT n.relid, n.relid FROM unnest(new_rels) AS n(relid)
@@ -549,29 +632,36 @@ BEGIN
                 SELECT inh.inhrelid, t.top
                   FROM tree AS t JOIN pg_inherits AS inh ON inh.inhparent = t.relid
             )
-            SELECT c.relname, t.relid = t.top AS is_top, tc.relname AS top_name, t.top
+            SELECT c.relname, pg_get_userbyid(c.relowner) AS owner_name,
+                   t.relid = t.top AS is_top, tc.relname AS top_name, t.top
               FROM tree AS t
                    JOIN pg_class AS c ON c.oid = t.relid
                    JOIN pg_class AS tc ON tc.oid = t.top
-             WHERE NOT pg_has_role(c.relowner, 'USAGE')
+             WHERE c.relowner IS DISTINCT FROM caller
              ORDER BY array_position(new_rels, t.top), t.relid <> t.top, c.relname
              LIMIT 1
         LOOP
             via := (SELECT w.via FROM unnest(w_rel, w_via) AS w(relid, via)
                      WHERE w.relid = ref.top AND w.via IS NOT NULL LIMIT 1);
-            RAISE EXCEPTION 'must be owner of table %', ref.relname
+            RAISE EXCEPTION 'table "%" is owned by role "%", not by the calling role',
+                            ref.relname, ref.owner_name
                   USING ERRCODE = 'insufficient_privilege',
                         DETAIL = CASE WHEN NOT ref.is_top
                                       THEN format('It is a partition or child table of table "%s", whose columns change with it.', ref.top_name)
                                       WHEN via IS NOT NULL
                                       THEN via || '.'
                                       ELSE format('Column "%s" of table "%s" is to take snowflake IDs.', column_name, rel_name)
-                                 END,
-                        HINT = 'Only the owner of a table can change the type of its columns: run snowflake_convert_column() as the owner of every table it changes.';
+                                 END
+                                 || ' ALTER TABLE checks the CHECK constraints of the tables it changes again with the rights of the role that runs it, so code of the table''s owner would run with yours.',
+                        HINT = format('Run snowflake_convert_column() in a session of the role that owns every table it changes, logged in as %I (SET ROLE from a more privileged session is no boundary: the owner''s code could RESET ROLE), or change the owner of the table, then call it again. A key that tables of several owners reference needs their foreign keys dropped, and created again after the conversion.', ref.owner_name);
         END LOOP;
+        EXIT WHEN pass = 2;
         EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE',
                        (SELECT string_agg(n.relid::regclass::text, ', ' ORDER BY n.k)
                           FROM unnest(new_rels) WITH ORDINALITY AS n(relid, k)));
+        -- Checked again now that the tables are locked: their owner may
+        -- have changed while this function waited.
+      END LOOP;
         locked := locked || new_rels;
 
         IF key_attnum IS NULL THEN
@@ -632,7 +722,7 @@ BEGIN
                 IF EXISTS (SELECT FROM pg_depend AS dep
                             WHERE dep.classid = 'pg_attrdef'::regclass AND dep.objid = default_oid
                               AND dep.refclassid = 'pg_proc'::regclass
-                              AND dep.refobjid = '@extschema@.snowflake_nextval()'::regprocedure) THEN
+                              AND dep.refobjid = nextval_fn) THEN
                     RAISE EXCEPTION 'column "%" of table "%" already takes snowflake IDs', column_name, rel_name
                           USING ERRCODE = 'object_not_in_prerequisite_state',
                                 DETAIL = format('Its default is %s.', default_expr);
@@ -736,6 +826,19 @@ BEGIN
                  GROUP BY u.relid) AS w;
         EXIT WHEN new_rels IS NULL;
     END LOOP;
+
+    -- Every table is locked now.  The extension's schema must still be the
+    -- one found before the first lock, under the same name: its owner could
+    -- have renamed it and put another of the same name in its place while
+    -- this function waited.
+    IF NOT EXISTS (SELECT FROM pg_extension AS e
+                          JOIN pg_namespace AS n ON n.oid = e.extnamespace
+                    WHERE e.oid = ext_oid AND n.oid = ext_schema AND n.nspname = ext_schema_name) THEN
+        RAISE EXCEPTION 'the schema of extension snowflake changed during the call'
+              USING ERRCODE = 'object_not_in_prerequisite_state',
+                    DETAIL = format('Schema "%s" was renamed, or extension snowflake moved, while %s() waited for its locks.', ext_schema_name, 'snowflake_convert_column'),
+                    HINT = 'Only a role you trust should own the schema of extension snowflake; look at what changed, then call it again.';
+    END IF;
 
     -- ALTER COLUMN ... TYPE fails on a column that a view, rule, trigger,
     -- policy or generated column uses, or that is part of a partition key,
@@ -848,15 +951,18 @@ BEGIN
     -- the smallest ID of the current millisecond.  The call to
     -- snowflake_nextval() first makes sure IDs can be issued here at all.
     EXECUTE format('SELECT max(%I)::bigint FROM %s', column_name, table_name) INTO max_value;
-    PERFORM @extschema@.snowflake_nextval();
-    SELECT floor((extract(epoch FROM clock_timestamp()) - extract(epoch FROM s.epoch)) * 1000)::bigint
-               << (s.node_bits + s.worker_bits + s.sequence_bits)
-      INTO floor_id
-      FROM @extschema@.snowflake_status() AS s;
+    -- The extension's functions are named from their OIDs, just before the
+    -- statement runs.
+    EXECUTE format('SELECT %s()', nextval_fn::regproc);
+    EXECUTE format('SELECT floor((extract(epoch FROM clock_timestamp()) - extract(epoch FROM s.epoch)) * 1000)::bigint
+                           << (s.node_bits + s.worker_bits + s.sequence_bits)
+                      FROM %s() AS s', status_fn::regproc)
+       INTO floor_id;
     IF max_value >= floor_id THEN
         BEGIN
-            SELECT format('is the snowflake ID of %s', d.ts) INTO max_ts
-              FROM @extschema@.snowflake_decode(max_value) AS d;
+            EXECUTE format('SELECT d.ts FROM %s($1) AS d', decode_fn::regproc)
+               INTO max_value_ts USING max_value;
+            max_ts := format('is the snowflake ID of %s', max_value_ts);
         EXCEPTION WHEN numeric_value_out_of_range THEN
             max_ts := 'lies beyond the timestamps of the snowflake layout';
         END;
@@ -886,10 +992,27 @@ BEGIN
          WHERE w.relid = ref.relid;
         IF ref.relid = table_name THEN
             statement := concat_ws(', ', statement,
-                                   format('ALTER COLUMN %I SET DEFAULT @extschema@.snowflake_nextval()', column_name));
+                                   format('ALTER COLUMN %I SET DEFAULT %s()', column_name, nextval_fn::regproc));
         END IF;
         EXECUTE format('ALTER TABLE %s %s', ref.relid::regclass, statement);
     END LOOP;
+    -- The new default must call the extension's snowflake_nextval() and no
+    -- other function.
+    IF NOT EXISTS (SELECT FROM pg_attrdef AS d
+                          JOIN pg_depend AS dep
+                            ON dep.classid = 'pg_attrdef'::regclass AND dep.objid = d.oid
+                           AND dep.refclassid = 'pg_proc'::regclass AND dep.refobjid = nextval_fn
+                    WHERE d.adrelid = table_name AND d.adnum = key_attnum)
+       OR EXISTS (SELECT FROM pg_attrdef AS d
+                         JOIN pg_depend AS dep
+                           ON dep.classid = 'pg_attrdef'::regclass AND dep.objid = d.oid
+                          AND dep.refclassid = 'pg_proc'::regclass AND dep.refobjid <> nextval_fn
+                   WHERE d.adrelid = table_name AND d.adnum = key_attnum) THEN
+        RAISE EXCEPTION 'the new default of column "%" of table "%" does not call snowflake_nextval() of extension snowflake', column_name, rel_name
+              USING ERRCODE = 'object_not_in_prerequisite_state',
+                    DETAIL = 'The schema of extension snowflake changed during the call; nothing was converted.',
+                    HINT = 'Only a role you trust should own the schema of extension snowflake; look at what changed, then call it again.';
+    END IF;
 
     -- The serial's sequence, now unused unless other objects use it too.
     IF seq_oid IS NOT NULL THEN
@@ -939,7 +1062,13 @@ COMMENT ON FUNCTION snowflake_convert_column(regclass, name) IS
 -- exclusion constraint, an index, extended statistics) when that
 -- expression names a function, operator or type that is not built in: a
 -- look-alike of the same name that takes a snowflake, made by another
--- role, would take its place and run with the caller's rights.  It runs at
+-- role, would take its place and run with the caller's rights.  PostgreSQL
+-- checks a CHECK constraint on a converted column again with the caller's
+-- rights, and one that calls only built-ins (query_to_xml(), set_config())
+-- can still run its owner's code: so it changes only tables that the
+-- calling role owns itself, superusers and members of the owner included.
+-- It finds its type by OID before its first lock and refuses if the
+-- extension's schema was renamed or replaced while it waited.  It runs at
 -- READ COMMITTED only, so that its checks, made after its locks, see
 -- everything committed before them.
 CREATE FUNCTION snowflake_convert_type(table_name regclass, column_name name)
@@ -951,7 +1080,7 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $convert_type$
 DECLARE
-    snowflake_type constant oid := pg_typeof(NULL::@extschema@.snowflake);
+    snowflake_type oid;       -- the extension's type, found by OID below
     bigint_type    constant oid := 'bigint'::regtype;
     rel_name      name;       -- table_name's own name, for messages
     rel_kind      "char";
@@ -979,6 +1108,14 @@ DECLARE
     i             integer;
     via           text;
     statement     text;
+    -- The calling role, which must own every table the function changes.
+    caller        oid;
+    -- The extension's schema and the objects of the extension that the
+    -- function runs or writes into its statements, found by OID before any
+    -- lock and named from their OIDs just before each statement runs.
+    ext_oid       oid;
+    ext_schema    oid;
+    ext_schema_name name;
 BEGIN
     -- At REPEATABLE READ or SERIALIZABLE the checks below would read the
     -- catalog as it was before the locks, and miss a constraint or index
@@ -989,6 +1126,34 @@ BEGIN
                     DETAIL = format('This transaction runs at %s, so its checks would read the catalog as it was before the conversion locked the tables.',
                                     upper(current_setting('transaction_isolation'))),
                     HINT = 'Run it in a READ COMMITTED transaction, the default.';
+    END IF;
+
+    -- Every table it changes must belong to the calling role itself: ALTER
+    -- TABLE checks their CHECK constraints again with the caller's rights,
+    -- and a superuser, or a member of the owning role, passes every
+    -- ownership check while the owner's code would run as that caller.
+    SELECT r.oid INTO caller FROM pg_roles AS r WHERE r.rolname = current_user;
+
+    -- The extension's schema, by OID, before any lock: it must be the one
+    -- this function was created in.
+    SELECT e.oid, e.extnamespace, n.nspname INTO ext_oid, ext_schema, ext_schema_name
+      FROM pg_extension AS e JOIN pg_namespace AS n ON n.oid = e.extnamespace
+     WHERE e.extname = 'snowflake';
+    IF ext_schema IS DISTINCT FROM '@extschema@'::regnamespace::oid THEN
+        RAISE EXCEPTION 'the schema of extension snowflake is not the one %() was created in', 'snowflake_convert_type'
+              USING ERRCODE = 'object_not_in_prerequisite_state',
+                    HINT = 'Only a role you trust should own the schema of extension snowflake; look at what changed, then call it again.';
+    END IF;
+    -- Its type, which the statements name from its OID.
+    SELECT o.oid INTO snowflake_type
+      FROM pg_type AS o
+           JOIN pg_depend AS dep
+             ON dep.classid = 'pg_type'::regclass AND dep.objid = o.oid
+            AND dep.refclassid = 'pg_extension'::regclass AND dep.refobjid = ext_oid AND dep.deptype = 'e'
+     WHERE o.typnamespace = ext_schema AND o.typname = 'snowflake';
+    IF snowflake_type IS NULL THEN
+        RAISE EXCEPTION 'extension snowflake has no type snowflake in schema "%"', ext_schema_name
+              USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
 
     -- The table.
@@ -1013,6 +1178,22 @@ BEGIN
     -- before LOCK TABLE fails on it.
     new_rels := ARRAY[table_name::oid];
     LOOP
+      FOR pass IN 1 .. 2 LOOP
+        -- LOCK TABLE looks the names up again after a wait: a table renamed
+        -- or replaced meanwhile would leave this one unlocked.
+        FOR ref IN
+            SELECT n.relid FROM unnest(new_rels) AS n(relid)
+             WHERE pass = 2
+               AND NOT EXISTS (SELECT FROM pg_locks AS l
+                                WHERE l.locktype = 'relation' AND l.relation = n.relid
+                                  AND l.pid = pg_backend_pid() AND l.mode = 'AccessExclusiveLock'
+                                  AND l.granted)
+             LIMIT 1
+        LOOP
+            RAISE EXCEPTION 'table % was renamed or replaced while snowflake_convert_type() waited for its lock', ref.relid::regclass
+                  USING ERRCODE = 'object_not_in_prerequisite_state',
+                        HINT = 'Call it again.';
+        END LOOP;
         FOR ref IN
             WITH RECURSIVE tree(relid, top) AS (
                 SELECT n.relid, n.relid FROM unnest(new_rels) AS n(relid)
@@ -1020,29 +1201,36 @@ BEGIN
                 SELECT inh.inhrelid, t.top
                   FROM tree AS t JOIN pg_inherits AS inh ON inh.inhparent = t.relid
             )
-            SELECT c.relname, t.relid = t.top AS is_top, tc.relname AS top_name, t.top
+            SELECT c.relname, pg_get_userbyid(c.relowner) AS owner_name,
+                   t.relid = t.top AS is_top, tc.relname AS top_name, t.top
               FROM tree AS t
                    JOIN pg_class AS c ON c.oid = t.relid
                    JOIN pg_class AS tc ON tc.oid = t.top
-             WHERE NOT pg_has_role(c.relowner, 'USAGE')
+             WHERE c.relowner IS DISTINCT FROM caller
              ORDER BY array_position(new_rels, t.top), t.relid <> t.top, c.relname
              LIMIT 1
         LOOP
             via := (SELECT w.via FROM unnest(w_rel, w_via) AS w(relid, via)
                      WHERE w.relid = ref.top AND w.via IS NOT NULL LIMIT 1);
-            RAISE EXCEPTION 'must be owner of table %', ref.relname
+            RAISE EXCEPTION 'table "%" is owned by role "%", not by the calling role',
+                            ref.relname, ref.owner_name
                   USING ERRCODE = 'insufficient_privilege',
                         DETAIL = CASE WHEN NOT ref.is_top
                                       THEN format('It is a partition or child table of table "%s", whose columns change with it.', ref.top_name)
                                       WHEN via IS NOT NULL
                                       THEN via || '.'
                                       ELSE format('Column "%s" of table "%s" is to become snowflake.', column_name, rel_name)
-                                 END,
-                        HINT = 'Only the owner of a table can change the type of its columns: run snowflake_convert_type() as the owner of every table it changes.';
+                                 END
+                                 || ' ALTER TABLE checks the CHECK constraints of the tables it changes again with the rights of the role that runs it, so code of the table''s owner would run with yours.',
+                        HINT = format('Run snowflake_convert_type() in a session of the role that owns every table it changes, logged in as %I (SET ROLE from a more privileged session is no boundary: the owner''s code could RESET ROLE), or change the owner of the table, then call it again. A key that tables of several owners reference needs their foreign keys dropped, and created again after the conversion.', ref.owner_name);
         END LOOP;
+        EXIT WHEN pass = 2;
         EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE',
                        (SELECT string_agg(n.relid::regclass::text, ', ' ORDER BY n.k)
                           FROM unnest(new_rels) WITH ORDINALITY AS n(relid, k)));
+        -- Checked again now that the tables are locked: their owner may
+        -- have changed while this function waited.
+      END LOOP;
         locked := locked || new_rels;
 
         IF key_attnum IS NULL THEN
@@ -1176,6 +1364,19 @@ BEGIN
                  GROUP BY u.relid) AS w;
         EXIT WHEN new_rels IS NULL;
     END LOOP;
+
+    -- Every table is locked now.  The extension's schema must still be the
+    -- one found before the first lock, under the same name: its owner could
+    -- have renamed it and put another of the same name in its place while
+    -- this function waited.
+    IF NOT EXISTS (SELECT FROM pg_extension AS e
+                          JOIN pg_namespace AS n ON n.oid = e.extnamespace
+                    WHERE e.oid = ext_oid AND n.oid = ext_schema AND n.nspname = ext_schema_name) THEN
+        RAISE EXCEPTION 'the schema of extension snowflake changed during the call'
+              USING ERRCODE = 'object_not_in_prerequisite_state',
+                    DETAIL = format('Schema "%s" was renamed, or extension snowflake moved, while %s() waited for its locks.', ext_schema_name, 'snowflake_convert_type'),
+                    HINT = 'Only a role you trust should own the schema of extension snowflake; look at what changed, then call it again.';
+    END IF;
 
     -- ALTER COLUMN ... TYPE fails on a column that a view, rule, trigger,
     -- policy, generated column, SQL function body or publication WHERE

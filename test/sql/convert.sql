@@ -277,8 +277,10 @@ CREATE ROLE regress_convert_planter;
 CREATE SCHEMA convert_planter AUTHORIZATION regress_convert_planter;
 CREATE TABLE accounts (id serial PRIMARY KEY);
 INSERT INTO accounts DEFAULT VALUES;
+CREATE TABLE members (id serial PRIMARY KEY);
+INSERT INTO members DEFAULT VALUES;
 GRANT USAGE ON SCHEMA convert_test TO regress_convert_planter;
-GRANT REFERENCES ON accounts TO regress_convert_planter;
+GRANT REFERENCES ON accounts, members TO regress_convert_planter;
 SET ROLE regress_convert_planter;
 CREATE TABLE convert_planter.ran (what text, as_superuser boolean);
 CREATE FUNCTION convert_planter.spy(what text, id bigint) RETURNS boolean
@@ -304,15 +306,52 @@ CREATE TRIGGER spy BEFORE INSERT OR UPDATE OR DELETE ON convert_planter.orders
     FOR EACH ROW EXECUTE FUNCTION convert_planter.spy_trigger();
 INSERT INTO convert_planter.orders (account_id, note) VALUES (1, 1);
 DELETE FROM convert_planter.ran;
+-- CHECK constraints that call only built-in functions, but run SQL
+-- (query_to_xml()) or change the caller's session (set_config()): on a
+-- table of the planter's that references a key, and on a key of its own.
+CREATE TABLE convert_planter.notes (
+    member_id integer REFERENCES convert_test.members
+               CONSTRAINT via_xml CHECK (member_id > 0 AND query_to_xml('SELECT convert_planter.spy(''query_to_xml'', 0)', false, false, '') IS NOT NULL)
+               CONSTRAINT via_config CHECK (member_id > 0 AND set_config('search_path', 'convert_planter, pg_catalog', false) IS NOT NULL)
+);
+CREATE TABLE convert_planter.direct (
+    id serial PRIMARY KEY
+       CONSTRAINT via_xml CHECK (id > 0 AND query_to_xml('SELECT convert_planter.spy(''query_to_xml'', 0)', false, false, '') IS NOT NULL)
+       CONSTRAINT via_config CHECK (id > 0 AND set_config('search_path', 'convert_planter, pg_catalog', false) IS NOT NULL)
+);
+INSERT INTO convert_planter.notes VALUES (1);
+INSERT INTO convert_planter.direct DEFAULT VALUES;
+DELETE FROM convert_planter.ran;
 RESET ROLE;
+SET search_path = convert_test, public;
+-- A superuser owns every table in the privilege sense, but the conversion
+-- changes only tables that the calling role owns itself: refused before
+-- any lock, naming the table and its owner; none of the planter's code runs.
+SELECT * FROM snowflake_convert_column('accounts', 'id');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_convert_column('members', 'id');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_convert_column('convert_planter.direct', 'id');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM convert_planter.ran;
+SHOW search_path;
+SELECT r.rolsuper FROM pg_roles AS r WHERE r.rolname = 'regress_convert_planter';
+SELECT * FROM columns_now WHERE relname IN ('accounts', 'members') ORDER BY 1;
+SELECT format_type(atttypid, atttypmod) AS direct_id_type FROM pg_attribute
+ WHERE attrelid = 'convert_planter.direct'::regclass AND attname = 'id';
+-- Run as the owner of every table, the conversion still refuses a CHECK
+-- constraint that names a function that is not built in.
+DROP TABLE convert_planter.notes, convert_planter.direct;
+ALTER TABLE accounts OWNER TO regress_convert_planter;
+SET ROLE regress_convert_planter;
 SELECT * FROM snowflake_convert_column('accounts', 'id');
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM convert_planter.ran;
-SELECT * FROM columns_now WHERE relname = 'accounts';
 -- Without that constraint the conversion rewrites the table, and none of
 -- its code runs: no other CHECK constraint, no trigger, no default.
 ALTER TABLE convert_planter.orders DROP CONSTRAINT spied;
 SELECT * FROM snowflake_convert_column('accounts', 'id');
+RESET ROLE;
 SELECT * FROM convert_planter.ran;
 SELECT format_type(atttypid, atttypmod) AS account_id_type FROM pg_attribute
  WHERE attrelid = 'convert_planter.orders'::regclass AND attname = 'account_id';
@@ -340,6 +379,7 @@ GRANT USAGE ON SCHEMA convert_test TO regress_convert_owner;
 CREATE TABLE owned (id serial PRIMARY KEY);
 CREATE TABLE owned_refs (owned_id integer REFERENCES owned);
 ALTER TABLE owned OWNER TO regress_convert_owner;
+ALTER TABLE owned_refs OWNER TO regress_convert_planter;
 SET ROLE regress_convert_owner;
 SELECT * FROM snowflake_convert_column('owned', 'id');
 \echo :LAST_ERROR_SQLSTATE
@@ -348,11 +388,21 @@ ALTER TABLE owned_refs OWNER TO regress_convert_owner;
 CREATE TABLE owned_parts (owned_id integer REFERENCES owned, n integer) PARTITION BY LIST (n);
 CREATE TABLE owned_parts_1 PARTITION OF owned_parts FOR VALUES IN (1);
 ALTER TABLE owned_parts OWNER TO regress_convert_owner;
+ALTER TABLE owned_parts_1 OWNER TO regress_convert_planter;
 SET ROLE regress_convert_owner;
 SELECT * FROM snowflake_convert_column('owned', 'id');
 \echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
 ALTER TABLE owned_parts_1 OWNER TO regress_convert_owner;
+-- A member of the owning role, superuser or not, is refused too: the
+-- owner's CHECK constraints would run with the member's rights.
+CREATE ROLE regress_convert_member IN ROLE regress_convert_owner;
+SET ROLE regress_convert_member;
+SELECT * FROM snowflake_convert_column('owned', 'id');
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+SELECT * FROM snowflake_convert_column('owned', 'id');
+\echo :LAST_ERROR_SQLSTATE
 SET ROLE regress_convert_owner;
 SELECT * FROM snowflake_convert_column('owned', 'id');
 RESET ROLE;
@@ -385,6 +435,6 @@ RESET search_path;
 SET client_min_messages = warning;
 DROP SCHEMA convert_test CASCADE;
 DROP SCHEMA convert_planter CASCADE;
-DROP OWNED BY regress_convert_planter, regress_convert_owner;
-DROP ROLE regress_convert_planter, regress_convert_owner;
+DROP OWNED BY regress_convert_planter, regress_convert_owner, regress_convert_member;
+DROP ROLE regress_convert_planter, regress_convert_owner, regress_convert_member;
 RESET client_min_messages;

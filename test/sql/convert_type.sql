@@ -393,14 +393,17 @@ CREATE ROLE regress_convert_type_owner;
 CREATE ROLE regress_convert_type_other;
 GRANT USAGE ON SCHEMA convert_type_test TO regress_convert_type_owner, regress_convert_type_other;
 GRANT SELECT, UPDATE ON legacy TO regress_convert_type_other;
+ALTER TABLE legacy OWNER TO regress_convert_type_owner;
 SET ROLE regress_convert_type_other;
 SELECT * FROM snowflake_convert_type('legacy', 'id');
 \echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
+ALTER TABLE legacy OWNER TO CURRENT_USER;
 CREATE TABLE owned (id bigint PRIMARY KEY);
 CREATE TABLE owned_refs (owned_id bigint REFERENCES owned);
 CREATE TABLE owned_parts (owned_id bigint REFERENCES owned, n integer) PARTITION BY LIST (n);
 CREATE TABLE owned_parts_1 PARTITION OF owned_parts FOR VALUES IN (1);
+ALTER TABLE owned_refs OWNER TO regress_convert_type_other;
 ALTER TABLE owned OWNER TO regress_convert_type_owner;
 ALTER TABLE owned_parts OWNER TO regress_convert_type_owner;
 ALTER TABLE owned_parts_1 OWNER TO regress_convert_type_owner;
@@ -409,7 +412,7 @@ SELECT * FROM snowflake_convert_type('owned', 'id');
 \echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
 ALTER TABLE owned_refs OWNER TO regress_convert_type_owner;
-ALTER TABLE owned_parts_1 OWNER TO CURRENT_USER;
+ALTER TABLE owned_parts_1 OWNER TO regress_convert_type_other;
 SET ROLE regress_convert_type_owner;
 SELECT * FROM snowflake_convert_type('owned', 'id');
 \echo :LAST_ERROR_SQLSTATE
@@ -449,6 +452,66 @@ ALTER TABLE convert_type_test.planted ALTER COLUMN id TYPE public.snowflake;
 ROLLBACK;
 SELECT * FROM columns_now WHERE relname = 'planted';
 
+-- CHECK constraints that call only built-in functions, but run SQL
+-- (query_to_xml()) or change the caller's session (set_config()), on
+-- another role's tables.  A superuser owns every table in the privilege
+-- sense, but the conversion changes only tables that the calling role owns
+-- itself: refused before any lock, naming the table and its owner, whether
+-- the superuser converts the other role's key or its own key that the
+-- other role's table references.  None of the other role's code runs.
+CREATE SCHEMA convert_type_planter AUTHORIZATION regress_convert_type_planter;
+CREATE TABLE users (id bigint PRIMARY KEY);
+INSERT INTO users VALUES (1);
+GRANT REFERENCES ON users TO regress_convert_type_planter;
+SET ROLE regress_convert_type_planter;
+CREATE TABLE convert_type_planter.ran (what text, as_superuser boolean);
+CREATE FUNCTION convert_type_planter.spy(what text) RETURNS boolean
+    LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO convert_type_planter.ran
+        SELECT what, r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.rolname = current_user;
+    RETURN true;
+END$$;
+CREATE TABLE convert_type_planter.user_notes (
+    user_id bigint REFERENCES convert_type_test.users
+            CONSTRAINT via_xml CHECK (user_id > 0 AND query_to_xml('SELECT convert_type_planter.spy(''query_to_xml'')', false, false, '') IS NOT NULL)
+            CONSTRAINT via_config CHECK (user_id > 0 AND set_config('search_path', 'convert_type_planter, pg_catalog', false) IS NOT NULL)
+);
+CREATE TABLE convert_type_planter.orders (
+    id bigint PRIMARY KEY
+       CONSTRAINT via_xml CHECK (id > 0 AND query_to_xml('SELECT convert_type_planter.spy(''query_to_xml'')', false, false, '') IS NOT NULL)
+       CONSTRAINT via_config CHECK (id > 0 AND set_config('search_path', 'convert_type_planter, pg_catalog', false) IS NOT NULL)
+);
+INSERT INTO convert_type_planter.user_notes VALUES (1);
+INSERT INTO convert_type_planter.orders VALUES (1);
+DELETE FROM convert_type_planter.ran;
+RESET ROLE;
+SET search_path = convert_type_test, public;
+SELECT * FROM snowflake_convert_type('users', 'id');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_convert_type('convert_type_planter.orders', 'id');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM convert_type_planter.ran;
+SHOW search_path;
+SELECT r.rolsuper FROM pg_roles AS r WHERE r.rolname = 'regress_convert_type_planter';
+SELECT c.relname, format_type(a.atttypid, a.atttypmod) AS type
+  FROM pg_attribute AS a JOIN pg_class AS c ON c.oid = a.attrelid
+ WHERE a.attrelid IN ('users'::regclass, 'convert_type_planter.user_notes'::regclass,
+                      'convert_type_planter.orders'::regclass)
+   AND a.attname IN ('id', 'user_id')
+ ORDER BY 1;
+-- A member of the owning role is refused too; the owner converts its own
+-- key (its code, its rights).
+GRANT regress_convert_type_planter TO regress_convert_type_other;
+SET ROLE regress_convert_type_other;
+SELECT * FROM snowflake_convert_type('convert_type_planter.orders', 'id');
+\echo :LAST_ERROR_SQLSTATE
+SET ROLE regress_convert_type_planter;
+SELECT * FROM snowflake_convert_type('convert_type_planter.orders', 'id');
+RESET ROLE;
+SET search_path = convert_type_test, public;
+SELECT * FROM convert_type_planter.ran;
+
 -- A NULL argument: no conversion, no rows (STRICT).
 SELECT * FROM snowflake_convert_type('legacy', NULL);
 SELECT * FROM snowflake_convert_type(NULL, 'id');
@@ -463,6 +526,7 @@ SELECT p.provolatile, p.proisstrict, p.proparallel, p.prosecdef, p.proconfig,
 RESET search_path;
 SET client_min_messages = warning;
 DROP SCHEMA convert_type_test CASCADE;
+DROP SCHEMA convert_type_planter CASCADE;
 DROP OWNED BY regress_convert_type_owner, regress_convert_type_other, regress_convert_type_planter;
 DROP ROLE regress_convert_type_owner, regress_convert_type_other, regress_convert_type_planter;
 RESET client_min_messages;
