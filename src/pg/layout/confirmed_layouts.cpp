@@ -8,7 +8,10 @@ extern "C"
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_database.h"
+#include "catalog/pg_extension.h"
 #include "miscadmin.h"			/* MyDatabaseId, GetUserId */
 #include "storage/ipc.h"		/* shmem hooks */
 #include "storage/lwlock.h"		/* AddinShmemInitLock */
@@ -44,6 +47,7 @@ struct ConfirmedLayouts
 ConfirmedLayouts *confirmed = nullptr;
 shmem_request_hook_type prev_shmem_request_hook = nullptr;
 shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
+object_access_hook_type prev_object_access_hook = nullptr;
 
 void
 RequestConfirmedLayouts(void)
@@ -88,6 +92,44 @@ ConfirmedTable(Oid fn_oid)
 	return table;
 }
 
+/* Forgets every confirmation of the database "database". */
+void
+ForgetDatabase(Oid database)
+{
+	if (confirmed == nullptr)
+		return;
+	SpinLockAcquire(&confirmed->mutex);
+	for (uint32 i = 0; i < confirmed->count;)
+	{
+		if (confirmed->entries[i].database == database)
+			confirmed->entries[i] = confirmed->entries[--confirmed->count];
+		else
+			i++;
+	}
+	SpinLockRelease(&confirmed->mutex);
+}
+
+/*
+ * A confirmation is keyed by the OIDs of a database and a function, which
+ * can come back: CREATE DATABASE ... OID n TEMPLATE t (open to any role
+ * with CREATEDB) rebuilds both after a DROP DATABASE, and a dropped
+ * extension frees its functions' OIDs.  So creating or dropping a database
+ * forgets its confirmations, and dropping an extension those of the
+ * current database.  Forgetting too much only sends a session to the full
+ * check; an aborted DROP or CREATE forgets harmlessly.
+ */
+void
+ForgetOnCreateOrDrop(ObjectAccessType access, Oid class_id, Oid object_id, int sub_id,
+					 void *arg)
+{
+	if (prev_object_access_hook != nullptr)
+		prev_object_access_hook(access, class_id, object_id, sub_id, arg);
+	if (class_id == DatabaseRelationId && (access == OAT_DROP || access == OAT_POST_CREATE))
+		ForgetDatabase(object_id);
+	else if (class_id == ExtensionRelationId && access == OAT_DROP)
+		ForgetDatabase(MyDatabaseId);
+}
+
 }							/* namespace */
 
 void
@@ -97,6 +139,8 @@ InstallConfirmedLayoutsHooks(void)
 	shmem_request_hook = RequestConfirmedLayouts;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = StartConfirmedLayouts;
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = ForgetOnCreateOrDrop;
 }
 
 bool

@@ -296,7 +296,12 @@ PrepareGenerator(Oid fn_oid)
 	else if (!g_layout_confirmed)
 	{
 		EnsureRunningLayoutRecorded(fn_oid);
-		if (!outdated)
+		/*
+		 * The warning's answer is the session's first; the extension may
+		 * have been dropped and created at another version since.  Share
+		 * only what this transaction read.
+		 */
+		if (!outdated && OutdatedExtensionVersion() == nullptr)
 			ShareLayoutConfirmation(fn_oid, CommittedLayoutTable());
 	}
 	if (slot == nullptr)
