@@ -13,6 +13,9 @@
 #     put in and rolled back, is not shared: the next session records;
 #   - each session reads the history as itself: without SELECT on
 #     snowflake_layout, the first ID is refused (42501);
+#   - a database dropped and created again with the same OID from the same
+#     template (CREATE DATABASE ... OID n TEMPLATE t: the same function and
+#     table OIDs) is checked anew;
 #   - the timestamp rewrite still serves a new session's first query.
 use strict;
 use warnings;
@@ -30,8 +33,9 @@ $node->safe_psql('app', 'CREATE EXTENSION snowflake');
 sub first_statements
 {
 	my ($sql, %opt) = @_;
+	my $db = delete $opt{db} // 'app';
 	my $out = $node->safe_psql(
-		'app', qq{BEGIN;
+		$db, qq{BEGIN;
 $sql;
 SELECT sum(coalesce(seq_scan, 0) + coalesce(idx_scan, 0))
   FROM pg_stat_xact_sys_tables WHERE relname IN ('pg_depend', 'pg_extension');
@@ -114,6 +118,40 @@ $node->safe_psql('app', 'GRANT SELECT ON snowflake_layout TO app');
 ($ret, $out, $err) = $node->psql('app', 'SELECT snowflake_nextval() > 0',
 	extra_params => [ '-U', 'app' ]);
 is("$out|$err", 't|', 'with it, it does');
+
+# A database dropped and created again with its OID, from the same
+# template: the OIDs of its functions and table come back, but what an
+# earlier session found there is forgotten.
+$node->safe_psql('postgres', 'CREATE DATABASE tmpl');
+$node->safe_psql('tmpl', 'CREATE EXTENSION snowflake');
+# A template, which the registry keeps out of from the next start: then
+# nobody is connected to it, as CREATE DATABASE ... TEMPLATE needs.
+$node->safe_psql('postgres', 'ALTER DATABASE tmpl IS_TEMPLATE true');
+$node->restart;
+
+# Creates the database copy from tmpl (with "OID n" if given), once no
+# registry round is connected to tmpl.
+sub create_copy
+{
+	my ($oid) = @_;
+	my $sql = 'CREATE DATABASE copy' . (defined $oid ? " OID $oid" : '') . ' TEMPLATE tmpl';
+	SnowflakeTest::wait_until(sub { ($node->psql('postgres', $sql))[0] == 0 },
+		'nobody connected to tmpl, for CREATE DATABASE copy');
+	return;
+}
+create_copy();
+my $copy_oid = $node->safe_psql('postgres', q{SELECT oid FROM pg_database WHERE datname = 'copy'});
+($first) = first_statements('SELECT snowflake_nextval() > 0', db => 'copy') =~ /^t\|(\d+)$/;
+ok(defined $first && $first > 0, "the copy's first session checks in full");
+is(first_statements('SELECT snowflake_nextval() > 0', db => 'copy'), 't|0',
+	"the copy's next session finds it shared");
+$node->safe_psql('postgres', 'DROP DATABASE copy');
+create_copy($copy_oid);
+is($node->safe_psql('postgres', q{SELECT oid FROM pg_database WHERE datname = 'copy'}),
+	$copy_oid, 'the copy is back with its OID');
+($first) = first_statements('SELECT snowflake_nextval() > 0', db => 'copy') =~ /^t\|(\d+)$/;
+ok(defined $first && $first > 0,
+	"the copy created again checks in full: nothing of the dropped one's is shared");
 
 $node->stop;
 done_testing();

@@ -13,8 +13,11 @@
  * the same database, keyed by the OID of the function called: a DROP and
  * CREATE EXTENSION gives the function a new OID, so a new extension is
  * checked anew; an update only raises the version; the layout changes only
- * with a restart, which empties this memory.  A later session still reads
- * the history as itself: it needs SELECT on the table, as the check did.
+ * with a restart, which empties this memory.  Creating or dropping a
+ * database forgets its confirmations (CREATE DATABASE ... OID n TEMPLATE t
+ * brings both OIDs back), and dropping an extension those of its database.
+ * A later session still reads the history as itself: it needs SELECT on
+ * the table, as the check did.
  */
 #ifndef SNOWFLAKE_PG_LAYOUT_CONFIRMED_LAYOUTS_HPP
 #define SNOWFLAKE_PG_LAYOUT_CONFIRMED_LAYOUTS_HPP
