@@ -650,9 +650,11 @@ BEGIN
                                       THEN format('It is a partition or child table of table "%s", whose columns change with it.', ref.top_name)
                                       WHEN via IS NOT NULL
                                       THEN via || '.'
+                                      WHEN ref.top <> table_name::oid
+                                      THEN 'It is at the other end of a foreign key on a column that changes, which ALTER TABLE drops, creates again and checks.'
                                       ELSE format('Column "%s" of table "%s" is to take snowflake IDs.', column_name, rel_name)
                                  END
-                                 || ' ALTER TABLE checks the CHECK constraints of the tables it changes again with the rights of the role that runs it, so code of the table''s owner would run with yours.',
+                                 || ' ALTER TABLE checks the CHECK constraints and foreign keys of the tables it changes again with the rights of the role that runs it, so code of the table''s owner would run with yours.',
                         HINT = format('Run snowflake_convert_column() in a session of the role that owns every table it changes, logged in as %I (SET ROLE from a more privileged session is no boundary: the owner''s code could RESET ROLE), or change the owner of the table, then call it again. A key that tables of several owners reference needs their foreign keys dropped, and created again after the conversion.', ref.owner_name);
         END LOOP;
         EXIT WHEN pass = 2;
@@ -819,9 +821,28 @@ BEGIN
             END IF;
         END LOOP;
 
+        -- Besides the tables whose columns change, every table at the other
+        -- end of a foreign key on a column that changes: those that
+        -- reference the key, whatever their column's type, and those the
+        -- changing columns reference.  ALTER TABLE drops such a foreign key
+        -- and creates it again, locking that table, and checking the key
+        -- plans a query over it, which evaluates its index expressions with
+        -- the caller's rights.  They are locked and their owner checked too.
         SELECT array_agg(w.relid ORDER BY w.n) INTO new_rels
           FROM (SELECT u.relid, min(u.n) AS n
-                  FROM unnest(w_rel) WITH ORDINALITY AS u(relid, n)
+                  FROM (SELECT t.relid, t.n
+                          FROM unnest(w_rel) WITH ORDINALITY AS t(relid, n)
+                        UNION ALL
+                        SELECT t.relid::oid, 1000000 + t.n
+                          FROM unnest(r_rel) WITH ORDINALITY AS t(relid, n)
+                        UNION ALL
+                        SELECT c.confrelid, 2000000 + t.n
+                          FROM unnest(w_rel, w_att) WITH ORDINALITY AS t(relid, attname, n)
+                               JOIN pg_attribute AS a
+                                 ON a.attrelid = t.relid AND a.attname = t.attname
+                               JOIN pg_constraint AS c
+                                 ON c.contype = 'f' AND c.conrelid = t.relid
+                                AND a.attnum = ANY (c.conkey)) AS u
                  WHERE u.relid <> ALL (locked)
                  GROUP BY u.relid) AS w;
         EXIT WHEN new_rels IS NULL;
@@ -1023,6 +1044,10 @@ BEGIN
                          AND dep.deptype = 'n') THEN
             key_action := key_action || format('; sequence %s kept: other objects use it', seq_name);
         ELSE
+            -- By OID, named just before the statement: the sequence's schema
+            -- may have been renamed, and another put in its place, since
+            -- its name was read.
+            seq_name := seq_oid::regclass::text;
             EXECUTE format('DROP SEQUENCE %s', seq_name);
             key_action := key_action || format('; sequence %s dropped', seq_name);
         END IF;
@@ -1219,9 +1244,11 @@ BEGIN
                                       THEN format('It is a partition or child table of table "%s", whose columns change with it.', ref.top_name)
                                       WHEN via IS NOT NULL
                                       THEN via || '.'
+                                      WHEN ref.top <> table_name::oid
+                                      THEN 'It is at the other end of a foreign key on a column that changes, which ALTER TABLE drops, creates again and checks.'
                                       ELSE format('Column "%s" of table "%s" is to become snowflake.', column_name, rel_name)
                                  END
-                                 || ' ALTER TABLE checks the CHECK constraints of the tables it changes again with the rights of the role that runs it, so code of the table''s owner would run with yours.',
+                                 || ' ALTER TABLE checks the CHECK constraints and foreign keys of the tables it changes again with the rights of the role that runs it, so code of the table''s owner would run with yours.',
                         HINT = format('Run snowflake_convert_type() in a session of the role that owns every table it changes, logged in as %I (SET ROLE from a more privileged session is no boundary: the owner''s code could RESET ROLE), or change the owner of the table, then call it again. A key that tables of several owners reference needs their foreign keys dropped, and created again after the conversion.', ref.owner_name);
         END LOOP;
         EXIT WHEN pass = 2;
@@ -1357,9 +1384,28 @@ BEGIN
             END IF;
         END LOOP;
 
+        -- Besides the tables whose columns change, every table at the other
+        -- end of a foreign key on a column that changes: those that
+        -- reference the key, whatever their column's type, and those the
+        -- changing columns reference.  ALTER TABLE drops such a foreign key
+        -- and creates it again, locking that table, and checking the key
+        -- plans a query over it, which evaluates its index expressions with
+        -- the caller's rights.  They are locked and their owner checked too.
         SELECT array_agg(w.relid ORDER BY w.n) INTO new_rels
           FROM (SELECT u.relid, min(u.n) AS n
-                  FROM unnest(w_rel) WITH ORDINALITY AS u(relid, n)
+                  FROM (SELECT t.relid, t.n
+                          FROM unnest(w_rel) WITH ORDINALITY AS t(relid, n)
+                        UNION ALL
+                        SELECT t.relid::oid, 1000000 + t.n
+                          FROM unnest(r_rel) WITH ORDINALITY AS t(relid, n)
+                        UNION ALL
+                        SELECT c.confrelid, 2000000 + t.n
+                          FROM unnest(w_rel, w_att) WITH ORDINALITY AS t(relid, attname, n)
+                               JOIN pg_attribute AS a
+                                 ON a.attrelid = t.relid AND a.attname = t.attname
+                               JOIN pg_constraint AS c
+                                 ON c.contype = 'f' AND c.conrelid = t.relid
+                                AND a.attnum = ANY (c.conkey)) AS u
                  WHERE u.relid <> ALL (locked)
                  GROUP BY u.relid) AS w;
         EXIT WHEN new_rels IS NULL;

@@ -420,6 +420,45 @@ SELECT * FROM snowflake_convert_column('isolated', 'id');
 ROLLBACK;
 SELECT * FROM columns_now WHERE relname = 'isolated';
 
+-- Another role's table at the other end of a foreign key on the key: one
+-- whose own column does not change (already bigint) and references the key,
+-- and one that the key references.  ALTER TABLE would create those foreign
+-- keys again and check them, planning a query over that table, which
+-- evaluates its index expressions with the caller's rights.  Refused
+-- (42501), naming the table; the other role's function never runs.
+CREATE TABLE fk_in_key (id serial PRIMARY KEY);
+INSERT INTO fk_in_key DEFAULT VALUES;
+GRANT REFERENCES ON fk_in_key TO regress_convert_planter;
+SET ROLE regress_convert_planter;
+CREATE FUNCTION convert_planter.spy_now() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO convert_planter.ran
+        SELECT 'index expression', r.rolsuper FROM pg_catalog.pg_roles AS r
+         WHERE r.rolname = current_user;
+END $$;
+CREATE FUNCTION convert_planter.spy_index(x integer) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM convert_planter.spy_now(); RETURN x; END $$;
+CREATE TABLE convert_planter.fk_in (ref bigint REFERENCES convert_test.fk_in_key (id), x integer);
+CREATE INDEX ON convert_planter.fk_in ((x + convert_planter.spy_index(1)));
+CREATE TABLE convert_planter.fk_target (id integer PRIMARY KEY, x integer);
+CREATE INDEX ON convert_planter.fk_target ((x + convert_planter.spy_index(1)));
+INSERT INTO convert_planter.fk_in VALUES (1, 1);
+INSERT INTO convert_planter.fk_target VALUES (1, 1);
+GRANT REFERENCES ON convert_planter.fk_target TO PUBLIC;
+DELETE FROM convert_planter.ran;
+RESET ROLE;
+SET search_path = convert_test, public;
+CREATE TABLE fk_out_key (id serial PRIMARY KEY REFERENCES convert_planter.fk_target (id));
+INSERT INTO fk_out_key DEFAULT VALUES;
+SELECT * FROM snowflake_convert_column('fk_in_key', 'id');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM snowflake_convert_column('fk_out_key', 'id');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM convert_planter.ran;
+SELECT r.rolsuper FROM pg_roles AS r WHERE r.rolname = 'regress_convert_planter';
+SELECT * FROM columns_now WHERE relname IN ('fk_in_key', 'fk_out_key') ORDER BY 1;
+DROP TABLE fk_out_key, convert_planter.fk_in, convert_planter.fk_target, fk_in_key;
+
 -- A NULL argument: no conversion, no rows (STRICT).
 SELECT * FROM snowflake_convert_column('legacy', NULL);
 SELECT * FROM snowflake_convert_column(NULL, 'id');
