@@ -307,16 +307,17 @@ CREATE TRIGGER spy BEFORE INSERT OR UPDATE OR DELETE ON convert_planter.orders
 INSERT INTO convert_planter.orders (account_id, note) VALUES (1, 1);
 DELETE FROM convert_planter.ran;
 -- CHECK constraints that call only built-in functions, but run SQL
--- (query_to_xml()) or change the caller's session (set_config()): on a
--- table of the planter's that references a key, and on a key of its own.
+-- (ts_rewrite() runs a query; query_to_xml() would too, where the server
+-- has libxml) or change the caller's session (set_config()): on a table of
+-- the planter's that references a key, and on a key of its own.
 CREATE TABLE convert_planter.notes (
     member_id integer REFERENCES convert_test.members
-               CONSTRAINT via_xml CHECK (member_id > 0 AND query_to_xml('SELECT convert_planter.spy(''query_to_xml'', 0)', false, false, '') IS NOT NULL)
+               CONSTRAINT via_query CHECK (member_id > 0 AND ts_rewrite('a'::tsquery, 'SELECT ''a''::tsquery, ''b''::tsquery WHERE convert_planter.spy(''ts_rewrite'', 0)') IS NOT NULL)
                CONSTRAINT via_config CHECK (member_id > 0 AND set_config('search_path', 'convert_planter, pg_catalog', false) IS NOT NULL)
 );
 CREATE TABLE convert_planter.direct (
     id serial PRIMARY KEY
-       CONSTRAINT via_xml CHECK (id > 0 AND query_to_xml('SELECT convert_planter.spy(''query_to_xml'', 0)', false, false, '') IS NOT NULL)
+       CONSTRAINT via_query CHECK (id > 0 AND ts_rewrite('a'::tsquery, 'SELECT ''a''::tsquery, ''b''::tsquery WHERE convert_planter.spy(''ts_rewrite'', 0)') IS NOT NULL)
        CONSTRAINT via_config CHECK (id > 0 AND set_config('search_path', 'convert_planter, pg_catalog', false) IS NOT NULL)
 );
 INSERT INTO convert_planter.notes VALUES (1);

@@ -453,8 +453,9 @@ ROLLBACK;
 SELECT * FROM columns_now WHERE relname = 'planted';
 
 -- CHECK constraints that call only built-in functions, but run SQL
--- (query_to_xml()) or change the caller's session (set_config()), on
--- another role's tables.  A superuser owns every table in the privilege
+-- (ts_rewrite() runs a query; query_to_xml() would too, where the server
+-- has libxml) or change the caller's session (set_config()), on another
+-- role's tables.  A superuser owns every table in the privilege
 -- sense, but the conversion changes only tables that the calling role owns
 -- itself: refused before any lock, naming the table and its owner, whether
 -- the superuser converts the other role's key or its own key that the
@@ -474,12 +475,12 @@ BEGIN
 END$$;
 CREATE TABLE convert_type_planter.user_notes (
     user_id bigint REFERENCES convert_type_test.users
-            CONSTRAINT via_xml CHECK (user_id > 0 AND query_to_xml('SELECT convert_type_planter.spy(''query_to_xml'')', false, false, '') IS NOT NULL)
+            CONSTRAINT via_query CHECK (user_id > 0 AND ts_rewrite('a'::tsquery, 'SELECT ''a''::tsquery, ''b''::tsquery WHERE convert_type_planter.spy(''ts_rewrite'')') IS NOT NULL)
             CONSTRAINT via_config CHECK (user_id > 0 AND set_config('search_path', 'convert_type_planter, pg_catalog', false) IS NOT NULL)
 );
 CREATE TABLE convert_type_planter.orders (
     id bigint PRIMARY KEY
-       CONSTRAINT via_xml CHECK (id > 0 AND query_to_xml('SELECT convert_type_planter.spy(''query_to_xml'')', false, false, '') IS NOT NULL)
+       CONSTRAINT via_query CHECK (id > 0 AND ts_rewrite('a'::tsquery, 'SELECT ''a''::tsquery, ''b''::tsquery WHERE convert_type_planter.spy(''ts_rewrite'')') IS NOT NULL)
        CONSTRAINT via_config CHECK (id > 0 AND set_config('search_path', 'convert_type_planter, pg_catalog', false) IS NOT NULL)
 );
 INSERT INTO convert_type_planter.user_notes VALUES (1);
