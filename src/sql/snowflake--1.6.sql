@@ -769,19 +769,40 @@ BEGIN
             w_via := ARRAY[NULL::text];
         END IF;
         FOR ref IN
-            WITH RECURSIVE refs(relid, attnum, conname, ref_relid, ref_attnum) AS (
+            WITH RECURSIVE fam(top, relid) AS (
+                -- Each table with partitions or children, and its descendants:
+                -- ALTER TABLE changes their column too, and the foreign keys
+                -- to it.
+                SELECT DISTINCT inh.inhparent, inh.inhparent FROM pg_inherits AS inh
+                UNION
+                SELECT f.top, inh.inhrelid
+                  FROM fam AS f JOIN pg_inherits AS inh ON inh.inhparent = f.relid
+            ),
+            famcol(top, topatt, relid, attnum) AS (
+                SELECT f.top, ta.attnum, f.relid, a.attnum
+                  FROM fam AS f
+                       JOIN pg_attribute AS ta ON ta.attrelid = f.top AND ta.attnum > 0 AND NOT ta.attisdropped
+                       JOIN pg_attribute AS a
+                         ON a.attrelid = f.relid AND a.attname = ta.attname AND NOT a.attisdropped
+            ),
+            refs(relid, attnum, conname, ref_relid, ref_attnum) AS (
                 SELECT c.conrelid, c.conkey[k.n], c.conname, c.confrelid, c.confkey[k.n]
                   FROM pg_constraint AS c,
                        generate_subscripts(c.confkey, 1) AS k(n)
                  WHERE c.contype = 'f' AND c.conparentid = 0
-                   AND c.confrelid = table_name AND c.confkey[k.n] = key_attnum
+                   AND ((c.confrelid = table_name AND c.confkey[k.n] = key_attnum)
+                        OR EXISTS (SELECT FROM famcol AS fc
+                                    WHERE fc.top = table_name AND fc.topatt = key_attnum
+                                      AND fc.relid = c.confrelid AND fc.attnum = c.confkey[k.n]))
                 UNION
                 SELECT c.conrelid, c.conkey[k.n], c.conname, c.confrelid, c.confkey[k.n]
                   FROM refs AS r
+                       LEFT JOIN famcol AS fc ON fc.top = r.relid AND fc.topatt = r.attnum
                        JOIN pg_constraint AS c
-                         ON c.contype = 'f' AND c.conparentid = 0 AND c.confrelid = r.relid,
+                         ON c.contype = 'f' AND c.conparentid = 0
+                        AND (c.confrelid = r.relid OR c.confrelid = fc.relid),
                        generate_subscripts(c.confkey, 1) AS k(n)
-                 WHERE c.confkey[k.n] = r.attnum
+                 WHERE c.confkey[k.n] = CASE WHEN c.confrelid = r.relid THEN r.attnum ELSE fc.attnum END
             )
             SELECT r.relid, a.attname, a.atttypid, a.attinhcount > 0 AS inherited,
                    rc.relname, r.conname, ra.attname AS ref_attname, rrc.relname AS ref_relname
@@ -838,10 +859,17 @@ BEGIN
                         UNION ALL
                         SELECT c.confrelid, 2000000 + t.n
                           FROM unnest(w_rel, w_att) WITH ORDINALITY AS t(relid, attname, n)
+                               CROSS JOIN LATERAL (
+                                   WITH RECURSIVE d(relid) AS (
+                                       SELECT t.relid
+                                       UNION
+                                       SELECT inh.inhrelid FROM d JOIN pg_inherits AS inh ON inh.inhparent = d.relid
+                                   )
+                                   SELECT d.relid FROM d) AS d
                                JOIN pg_attribute AS a
-                                 ON a.attrelid = t.relid AND a.attname = t.attname
+                                 ON a.attrelid = d.relid AND a.attname = t.attname
                                JOIN pg_constraint AS c
-                                 ON c.contype = 'f' AND c.conrelid = t.relid
+                                 ON c.contype = 'f' AND c.conrelid = d.relid
                                 AND a.attnum = ANY (c.conkey)) AS u
                  WHERE u.relid <> ALL (locked)
                  GROUP BY u.relid) AS w;
@@ -1322,19 +1350,40 @@ BEGIN
             w_via := ARRAY[NULL::text];
         END IF;
         FOR ref IN
-            WITH RECURSIVE refs(relid, attnum, conname, ref_relid, ref_attnum) AS (
+            WITH RECURSIVE fam(top, relid) AS (
+                -- Each table with partitions or children, and its descendants:
+                -- ALTER TABLE changes their column too, and the foreign keys
+                -- to it.
+                SELECT DISTINCT inh.inhparent, inh.inhparent FROM pg_inherits AS inh
+                UNION
+                SELECT f.top, inh.inhrelid
+                  FROM fam AS f JOIN pg_inherits AS inh ON inh.inhparent = f.relid
+            ),
+            famcol(top, topatt, relid, attnum) AS (
+                SELECT f.top, ta.attnum, f.relid, a.attnum
+                  FROM fam AS f
+                       JOIN pg_attribute AS ta ON ta.attrelid = f.top AND ta.attnum > 0 AND NOT ta.attisdropped
+                       JOIN pg_attribute AS a
+                         ON a.attrelid = f.relid AND a.attname = ta.attname AND NOT a.attisdropped
+            ),
+            refs(relid, attnum, conname, ref_relid, ref_attnum) AS (
                 SELECT c.conrelid, c.conkey[k.n], c.conname, c.confrelid, c.confkey[k.n]
                   FROM pg_constraint AS c,
                        generate_subscripts(c.confkey, 1) AS k(n)
                  WHERE c.contype = 'f' AND c.conparentid = 0
-                   AND c.confrelid = table_name AND c.confkey[k.n] = key_attnum
+                   AND ((c.confrelid = table_name AND c.confkey[k.n] = key_attnum)
+                        OR EXISTS (SELECT FROM famcol AS fc
+                                    WHERE fc.top = table_name AND fc.topatt = key_attnum
+                                      AND fc.relid = c.confrelid AND fc.attnum = c.confkey[k.n]))
                 UNION
                 SELECT c.conrelid, c.conkey[k.n], c.conname, c.confrelid, c.confkey[k.n]
                   FROM refs AS r
+                       LEFT JOIN famcol AS fc ON fc.top = r.relid AND fc.topatt = r.attnum
                        JOIN pg_constraint AS c
-                         ON c.contype = 'f' AND c.conparentid = 0 AND c.confrelid = r.relid,
+                         ON c.contype = 'f' AND c.conparentid = 0
+                        AND (c.confrelid = r.relid OR c.confrelid = fc.relid),
                        generate_subscripts(c.confkey, 1) AS k(n)
-                 WHERE c.confkey[k.n] = r.attnum
+                 WHERE c.confkey[k.n] = CASE WHEN c.confrelid = r.relid THEN r.attnum ELSE fc.attnum END
             )
             SELECT r.relid, a.attname, a.atttypid, a.attidentity, a.attinhcount > 0 AS inherited,
                    rc.relname, r.conname, ra.attname AS ref_attname, rrc.relname AS ref_relname
@@ -1401,10 +1450,17 @@ BEGIN
                         UNION ALL
                         SELECT c.confrelid, 2000000 + t.n
                           FROM unnest(w_rel, w_att) WITH ORDINALITY AS t(relid, attname, n)
+                               CROSS JOIN LATERAL (
+                                   WITH RECURSIVE d(relid) AS (
+                                       SELECT t.relid
+                                       UNION
+                                       SELECT inh.inhrelid FROM d JOIN pg_inherits AS inh ON inh.inhparent = d.relid
+                                   )
+                                   SELECT d.relid FROM d) AS d
                                JOIN pg_attribute AS a
-                                 ON a.attrelid = t.relid AND a.attname = t.attname
+                                 ON a.attrelid = d.relid AND a.attname = t.attname
                                JOIN pg_constraint AS c
-                                 ON c.contype = 'f' AND c.conrelid = t.relid
+                                 ON c.contype = 'f' AND c.conrelid = d.relid
                                 AND a.attnum = ANY (c.conkey)) AS u
                  WHERE u.relid <> ALL (locked)
                  GROUP BY u.relid) AS w;

@@ -460,6 +460,42 @@ SELECT r.rolsuper FROM pg_roles AS r WHERE r.rolname = 'regress_convert_planter'
 SELECT * FROM columns_now WHERE relname IN ('fk_in_key', 'fk_out_key') ORDER BY 1;
 DROP TABLE fk_out_key, convert_planter.fk_in, convert_planter.fk_target, fk_in_key;
 
+-- The same through the key's partitions: ALTER TABLE goes down into them
+-- and creates their own foreign keys again too.  Another role's table that
+-- references a partition of the key's table (through the partition's own
+-- unique key), and one that a partition's own foreign key references:
+-- refused (42501); the other role's function never runs.
+CREATE TABLE part_key (id serial, k integer, PRIMARY KEY (id, k)) PARTITION BY LIST (k);
+CREATE TABLE part_key_1 PARTITION OF part_key FOR VALUES IN (1);
+ALTER TABLE part_key_1 ADD UNIQUE (id);
+INSERT INTO part_key (k) VALUES (1);
+GRANT REFERENCES ON part_key_1 TO regress_convert_planter;
+SET ROLE regress_convert_planter;
+CREATE TABLE convert_planter.fk_part (ref bigint REFERENCES convert_test.part_key_1 (id), x integer);
+CREATE INDEX ON convert_planter.fk_part ((x + convert_planter.spy_index(1)));
+INSERT INTO convert_planter.fk_part VALUES (1, 1);
+CREATE TABLE convert_planter.fk_part_target (id integer PRIMARY KEY, x integer);
+CREATE INDEX ON convert_planter.fk_part_target ((x + convert_planter.spy_index(1)));
+INSERT INTO convert_planter.fk_part_target VALUES (1, 1);
+GRANT REFERENCES ON convert_planter.fk_part_target TO PUBLIC;
+DELETE FROM convert_planter.ran;
+RESET ROLE;
+SET search_path = convert_test, public;
+SELECT * FROM snowflake_convert_column('part_key', 'id');
+\echo :LAST_ERROR_SQLSTATE
+DROP TABLE convert_planter.fk_part;
+CREATE TABLE part_out_key (id serial, k integer, PRIMARY KEY (id, k)) PARTITION BY LIST (k);
+CREATE TABLE part_out_key_1 PARTITION OF part_out_key FOR VALUES IN (1);
+ALTER TABLE part_out_key_1 ADD FOREIGN KEY (id) REFERENCES convert_planter.fk_part_target (id);
+INSERT INTO part_out_key (k) VALUES (1);
+DELETE FROM convert_planter.ran;
+SELECT * FROM snowflake_convert_column('part_out_key', 'id');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM convert_planter.ran;
+SELECT r.rolsuper FROM pg_roles AS r WHERE r.rolname = 'regress_convert_planter';
+SELECT * FROM columns_now WHERE relname IN ('part_key', 'part_out_key') ORDER BY 1;
+DROP TABLE part_out_key, part_key, convert_planter.fk_part_target;
+
 -- A NULL argument: no conversion, no rows (STRICT).
 SELECT * FROM snowflake_convert_column('legacy', NULL);
 SELECT * FROM snowflake_convert_column(NULL, 'id');
