@@ -25,30 +25,30 @@ CORE_OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/core/*.cpp)))
 PG_OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/pg/*.cpp src/pg/*/*.cpp)))
 OBJS = $(CORE_OBJS) $(PG_OBJS)
 
-# The install script of the current version, snowflake--$(EXTVERSION).sql,
-# builds the same catalog as the first release updated step by step
-# (test/t/039_install_versions.pl compares them).  The update scripts stay
-# for databases at older versions.  No older version can be installed
-# anew: each one's install script, made from one template, only raises an
-# error (version 1.4 had SECURITY DEFINER functions).  The first release's
-# install script is kept as a test fixture, test/fixtures/snowflake--1.0.sql.
-CURRENT_SCRIPT = src/sql/snowflake--$(EXTVERSION).sql
-UPGRADE_CHAIN = src/sql/snowflake--1.0--1.1.sql src/sql/snowflake--1.1--1.2.sql \
-	src/sql/snowflake--1.2--1.3.sql src/sql/snowflake--1.3--1.4.sql \
-	src/sql/snowflake--1.4--1.5.sql src/sql/snowflake--1.5--1.6.sql
-OLD_VERSIONS = 1.0 1.1 1.2 1.3 1.4 1.5
-OLD_VERSION_SCRIPTS = $(OLD_VERSIONS:%=snowflake--%.sql)
-DATA_built = $(OLD_VERSION_SCRIPTS)
-DATA = $(CURRENT_SCRIPT) $(UPGRADE_CHAIN)
+# One install script of the current version, snowflake--$(EXTVERSION).sql,
+# and the update scripts of the releases: 1.0 to 1.3 byte for byte as they
+# shipped, and one from the last release to this one (src/extension/README.md).
+# An update from 1.0 through 1.3 builds the catalog of a fresh install
+# (test/t/039_install_versions.pl compares them).  No older version installs
+# anew; the first release's install script is a test fixture,
+# test/fixtures/snowflake--1.0.sql.
+CURRENT_SCRIPT = src/extension/snowflake--$(EXTVERSION).sql
+UPDATE_SCRIPTS = src/extension/snowflake--1.0--1.1.sql src/extension/snowflake--1.1--1.2.sql \
+	src/extension/snowflake--1.2--1.3.sql src/extension/snowflake--1.3--1.6.sql
+DATA = $(CURRENT_SCRIPT) $(UPDATE_SCRIPTS)
 EXTRA_CLEAN = test/unit/core_test test/unit/core_test_sanitize fence_probe.log $(OBJS:.o=.d) output_iso_one_slot/ tmp_check_iso_one_slot/
 
-REGRESS = api decode errors status install_versions leases lease_calls convert convert_type privileges \
+REGRESS = api decode errors status install_versions leases lease_calls convert convert_names privileges \
 	time_bounds batch workers_visibility planner snowflake_type snowflake_type_sqljson replication \
 	parallel_workers text_forms
-# Inputs under test/: test/sql, test/specs and test/expected.
-REGRESS_OPTS = --inputdir=test --temp-instance=tmp_check_regress --temp-config=test/conf/regress.conf
-ISOLATION = slot_claims interleaved_nextval lease_no_blocking convert_schema_swap
-ISOLATION_OPTS = --inputdir=test --temp-instance=tmp_check_iso --temp-config=test/conf/preload.conf
+# pg_regress reads sql/ and expected/ at the top, as PGXS expects; the
+# isolation specs and their expected output are under test/isolation/.
+# Every file starts with the extension created (install_versions drops and
+# re-creates it).
+REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/conf/regress.conf \
+	--load-extension=snowflake
+ISOLATION = slot_claims interleaved_nextval lease_no_blocking convert_schema_swap convert_schema_lock
+ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_check_iso --temp-config=test/conf/preload.conf
 # Specs that need every session on one worker slot run on an instance of
 # their own, with snowflake.worker_bits = 0.
 ISOLATION_ONE_SLOT = shared_slot
@@ -63,7 +63,10 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 PG_INCLUDEDIR_SERVER := $(shell $(PG_CONFIG) --includedir-server)
 # Our includes name their path from src/ ("core/layout.hpp",
 # "pg/slots/worker_slot.hpp").
-PG_CPPFLAGS = -I$(srcdir)/src -isystem $(PG_INCLUDEDIR_SERVER)
+PG_CPPFLAGS = -I$(srcdir)/src -isystem $(PG_INCLUDEDIR_SERVER) -isystem $(shell $(PG_CONFIG) --includedir)
+# libpq, as libpqwalreceiver links it: the registry's replication probe
+# of a promoted standby's old primary (src/pg/registry/split_brain.cpp).
+SHLIB_LINK_INTERNAL = $(libpq)
 ifeq ($(ASSERTS),1)
 PG_CPPFLAGS += -DUSE_ASSERT_CHECKING
 endif
@@ -102,19 +105,17 @@ ifdef ISOLATION
 installcheck: installcheck-one-slot
 endif
 installcheck-one-slot:
-	$(pg_isolation_regress_installcheck) --inputdir=test --outputdir=output_iso_one_slot \
+	$(pg_isolation_regress_installcheck) --inputdir=test/isolation --outputdir=output_iso_one_slot \
 		--temp-instance=tmp_check_iso_one_slot --temp-config=test/conf/shared_slot.conf \
 		$(ISOLATION_ONE_SLOT)
-
-$(OLD_VERSION_SCRIPTS): snowflake--%.sql: src/sql/snowflake--old-version.sql.in snowflake.control
-	sed -e 's/@VERSION@/$*/g' -e 's/@LIBRARY_VERSION@/$(EXTVERSION)/g' $< > $@
 
 # The core alone, with exceptions on, as GoogleTest needs.
 CORE_SRCS = $(CORE_OBJS:.o=.cpp)
 UNITTEST_CXXFLAGS = -std=c++17 -g $(WARNINGS) $(CORE_CPPFLAGS)
 CORE_TESTS = test/unit/core_test.cpp test/unit/lease_rules_test.cpp test/unit/time_range_test.cpp \
 	test/unit/holder_text_test.cpp test/unit/extension_version_test.cpp \
-	test/unit/decimal_text_test.cpp test/unit/text_forms_test.cpp test/unit/horizon_test.cpp
+	test/unit/decimal_text_test.cpp test/unit/text_forms_test.cpp test/unit/horizon_test.cpp \
+	test/unit/clock_steps_test.cpp test/unit/clock_skew_test.cpp
 test/unit/core_test: $(CORE_TESTS) $(CORE_SRCS) src/core/*.hpp
 	$(CXX) $(UNITTEST_CXXFLAGS) -O1 -o $@ $(CORE_TESTS) $(CORE_SRCS) \
 		-lgtest -lgtest_main -pthread

@@ -16,16 +16,16 @@
 # installed system-wide), builds and installs into that copy the extension
 # and the no-op C function of bench/noop/, builds the base commit
 # (BENCH_BASE_COMMIT, the commit before the durable reservation) from
-# `git archive` and installs its library there as
-# $libdir/snowflake_base.so, starts three throwaway clusters as the
+# `git archive` and installs it, as the extension snowflake, into a second
+# copy of PostgreSQL of its own, starts four throwaway clusters as the
 # unprivileged tester user (Unix socket only, in a temporary directory, on
 # free ports):
 #
 #   A  default snowflake settings (max_drift = 1000 ms)
 #   B  snowflake.max_drift = 60000 ms, so that parts 1 and 6 never meet the
 #      bit limit
-#   C  like B, but preloading snowflake_base: the base commit's code, with
-#      its SQL functions created by hand from its install script
+#   C  like B, but run by the base's copy of PostgreSQL: the base commit's
+#      library and its own install script
 #
 #   D  no shared_preload_libraries at all: part 8's baseline
 #
@@ -111,30 +111,25 @@ fi
 bench_build_with_noop "$top"
 
 # The base commit: its tracked files only, built as the tester like the
-# tree above; its library goes in under another name, so it cannot replace
-# the one just installed, and its install script is turned into plain SQL
-# for that library (no \echo guard, no pg_extension_config_dump(), which
-# works only inside CREATE EXTENSION; @extschema@ becomes public).
+# tree above, and installed, as the extension snowflake, into a copy of
+# the PostgreSQL installation of its own (inside the private copy, so that
+# it goes with it), whose programs run cluster C: the base's code finds its
+# objects as members of its extension, as this tree's does.
 if [ -n "$BASE_COMMIT" ]; then
-	note "building $base_rev (base) as snowflake_base"
+	note "building $base_rev (base) into a PostgreSQL installation of its own"
 	base_dir="$SNOWFLAKE_WORKDIR/bench-base"
 	mkdir -p "$base_dir"
 	git_base archive "$base_rev" | tar -x -C "$base_dir"
-	# Its background workers, if it has any, must load its own library, not
-	# this tree's.  (grep finds nothing in a base without them: no failure.)
-	{ grep -rl 'bgw_library_name, "snowflake"' "$base_dir/src" 2>/dev/null || true; } |
-		xargs -r sed -i 's/bgw_library_name, "snowflake"/bgw_library_name, "snowflake_base"/'
 	chown -R "$SNOWFLAKE_TEST_USER" "$base_dir"
-	as_tester make -s -C bench-base >/dev/null
-	install -m 755 "$base_dir/snowflake.so" "$pkglibdir/snowflake_base.so"
-	base_scripts=("$base_dir"/snowflake--*.sql)
-	if [ "${#base_scripts[@]}" -ne 1 ]; then
-		echo "bench/run.sh: expected one built install script in $base_rev, found: ${base_scripts[*]}" >&2
-		exit 1
-	fi
-	sed -e '/^\\echo /d' -e '/pg_extension_config_dump/d' \
-		-e "s|MODULE_PATHNAME|\$libdir/snowflake_base|g" -e "s|@extschema@|public|g" \
-		"${base_scripts[0]}" >"$base_dir/install.sql"
+	base_pg="$pg_priv/base"
+	mkdir "$base_pg"
+	for d in "$pg_priv"/*; do
+		[ "$d" = "$base_pg" ] || cp -a "$d" "$base_pg/"
+	done
+	base_pg_config=$base_pg${PG_CONFIG#"$pg_priv"}
+	base_bindir=$("$base_pg_config" --bindir)
+	as_tester make -s -C bench-base PG_CONFIG="$base_pg_config" >/dev/null
+	make -s -C "$base_dir" install PG_CONFIG="$base_pg_config" >/dev/null
 fi
 
 bench_clusters_dir /tmp/sf-bench-clusters
@@ -154,8 +149,8 @@ if [ -n "$BASE_COMMIT" ]; then
 	# the start time + max_drift, so part 6's sessions wait for headroom.
 	port_c=$(free_port $((port_a + 1)))
 	note "starting cluster C ($base_rev, snowflake.max_drift = 60000) on port $port_c"
-	bench_start C "$port_c" snowflake_base "snowflake.max_drift = 60000"
-	sql "$port_c" -f "$base_dir/install.sql"
+	PG_BINDIR=$base_bindir bench_start C "$port_c" snowflake "snowflake.max_drift = 60000"
+	sql "$port_c" -c "CREATE EXTENSION snowflake"
 	sql "$port_c" -f "$SNOWFLAKE_WORKDIR/bench/sql/setup.sql"
 fi
 port_d=$(free_port $((port_a + 2)))
@@ -374,7 +369,7 @@ if [ -n "$BASE_COMMIT" ]; then
 	: >"$clusters/cmp.out"
 	cmp_res=0
 	for ((r = 1; r <= CMP_ROUNDS; r++)); do
-		restart_cluster C
+		PG_BINDIR=$base_bindir restart_cluster C
 		restart_cluster B
 		if ((r % 2)); then order="new base"; else order="base new"; fi
 		for v in $order; do
@@ -509,7 +504,7 @@ echo "machine: $(nproc) CPUs ($cpu), kernel $(uname -r), clocksource $clocksourc
 echo "PostgreSQL $pg_version, $(g++ --version | head -1)"
 echo "cluster A: default settings (max_drift ${drift_a} ms, reserve_ahead ${reserve_ahead} ms); cluster B: max_drift ${drift_b} ms"
 if [ -n "$BASE_COMMIT" ]; then
-	echo "cluster C: base commit $base_rev as snowflake_base, max_drift 60000 ms; A and B run this tree ($head_rev)"
+	echo "cluster C: base commit $base_rev in a PostgreSQL copy of its own, max_drift 60000 ms; A and B run this tree ($head_rev)"
 fi
 echo "bit limit: $bit_limit IDs per ms per backend; medians of $RUNS runs unless noted"
 echo

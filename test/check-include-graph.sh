@@ -25,6 +25,7 @@
 #   5 slots/        the hot path: the floor, the running layout's record,
 #                   the registry's collision flag.
 #   6 planner/      decodes under the layout history.
+#     convert/      the conversions: the running layout (ground) only.
 #   7 top: module.cpp (wires every subsystem into PostgreSQL's hooks) and
 #     status.cpp (reports across subsystems).
 #
@@ -37,7 +38,7 @@ cd "$top"
 layer_of() {
 	case $1 in
 	pg/module | pg/status) echo 7 ;;
-	pg/planner/*) echo 6 ;;
+	pg/planner/* | pg/convert/*) echo 6 ;;
 	pg/slots/*) echo 5 ;;
 	pg/leases/*) echo 4 ;;
 	pg/registry/*) echo 3 ;;

@@ -4,10 +4,10 @@
 # when
 #   - a test file is not named in test/README.md as `path` (in backquotes,
 #     from the repository root), or
-#   - test/README.md names a path under test/ or bench/ that does not exist:
+#   - test/README.md names a path under test/, bench/, sql/ or expected/ that does not exist:
 #     as `path` (globs such as `test/check-*.sh` aside), or as the target of
 #     a link relative to test/ (links to the docs are the link checker's).
-# The test files: test/t/*.pl, test/sql/*.sql, test/specs/*.spec,
+# The test files: test/t/*.pl, sql/*.sql, test/isolation/specs/*.spec,
 # test/old_versions/sql/*.sql, test/unit/*.cpp, the scripts and programs of
 # test/clients/ and its client folders, test/fuzz/*, the scripts of
 # test/docs/ and its fixtures, bench/*.sh.
@@ -24,7 +24,7 @@ fi
 
 shopt -s nullglob
 test_files=()
-for f in test/t/*.pl test/sql/*.sql test/specs/*.spec test/old_versions/sql/*.sql \
+for f in test/t/*.pl sql/*.sql test/isolation/specs/*.spec test/old_versions/sql/*.sql \
 	test/unit/*.cpp test/clients/*.sh test/clients/*.py \
 	test/clients/*/*.py test/clients/*/*.js test/clients/*/*.go test/clients/*/*.java \
 	test/fuzz/* test/docs/*.sh test/docs/*.py test/docs/fixtures/* bench/*.sh; do
@@ -46,11 +46,11 @@ done
 
 # Paths the map names that do not exist.
 gone=0
-# must_exist PATH HOW: a PATH under test/ or bench/ that the map names
+# must_exist PATH HOW: a PATH under test/, bench/, sql/ or expected/ that the map names
 # (HOW: "names PATH", "links to ...") exists.
 must_exist() {
 	case $1 in
-	test/* | bench/*) ;;
+	test/* | bench/* | sql/* | expected/*) ;;
 	*) return 0 ;;
 	esac
 	if [ ! -e "$1" ]; then

@@ -28,6 +28,9 @@ packages=(
 	postgresql-15-partman     # pg_partman 4.7, the partman recipe of 034_partitioning.pl
 	postgresql-15-auto-failover # pg_auto_failover 2.0 and pg_autoctl, for 037_pg_auto_failover.pl
 	pgbouncer                 # 036_pgbouncer.pl starts its own, in transaction mode
+	patroni                   # Patroni 3.0 and patronictl, for 068_patroni.pl
+	etcd-server               # etcd 3.4, the DCS 068_patroni.pl starts on loopback
+	etcd-client               # etcdctl, to look into that DCS when 068 fails
 	sqlsmith                  # the fuzz tier's random queries (test/fuzz/run.sh)
 	prometheus-postgres-exporter # postgres_exporter 0.11, which 056_metrics_exporter.pl runs
 	# The clients tier (test/clients/):
@@ -56,13 +59,15 @@ if [ ${#missing[@]} -gt 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-	# Where services start, Debian's pgbouncer (port 6432) and
-	# prometheus-postgres-exporter (port 9187, on every interface) start one
-	# and enable it; the tests start their own, so stop them and keep them
-	# from starting.  (systemctl disables offline too, the unit's and the
+	# Where services start, Debian's pgbouncer (port 6432),
+	# prometheus-postgres-exporter (port 9187, on every interface), etcd
+	# (2379) and patroni start one and enable it; the tests start their own,
+	# so stop them and keep them from starting.  (systemctl disables offline too, the unit's and the
 	# init script's links.)
-	for service in pgbouncer prometheus-postgres-exporter; do
-		[[ " ${missing[*]} " == *" $service "* ]] || continue
+	for service in pgbouncer prometheus-postgres-exporter etcd patroni; do
+		package=$service
+		[ "$service" = etcd ] && package=etcd-server
+		[[ " ${missing[*]} " == *" $package "* ]] || continue
 		if [ -d /run/systemd/system ]; then
 			systemctl stop "$service.service" >/dev/null 2>&1 || true
 		elif [ -x "/etc/init.d/$service" ]; then

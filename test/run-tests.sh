@@ -36,8 +36,9 @@
 #      two minutes),
 #  12. pg_regress and isolation again, with the extension built with
 #      -DUSE_ASSERT_CHECKING (make ASSERTS=1), so its Assert()s run, and
-#      TAP and the fuzz tier as well against the last version; the build
-#      without them is installed again afterwards.
+#      TAP and the fuzz tier as well against the last version, where TAP
+#      runs only on this build (8 runs on the others); the build without
+#      them is installed again afterwards.
 # Run as root.  Prints regression diffs when a suite fails, the time of
 # each tier and of each version, and last one line:
 #   snowflake: N passed, N failed
@@ -90,8 +91,19 @@ run_tier() {
 	else
 		failed=$((failed + 1))
 		echo "=== $name FAILED"
+		# Named again at the end, with the TAP files and pg_regress tests
+		# that failed, for a reader who sees only the last lines.
+		failures+=("$name: $(failed_tests <"$log")")
 	fi
 	timings+=("$name: $((SECONDS - start)) s")
+}
+failures=()
+# The failed tests in a tier's log: prove's "t/NNN_x.pl (Wstat: …)" lines
+# and pg_regress's "not ok … name" or "name … FAILED" lines.
+failed_tests() {
+	sed -n -e 's/^\([^ ]*\.pl\) *(Wstat.*/\1/p' \
+		-e 's/^not ok [0-9]* *[-+] *\([^ ]*\) .*/\1/p' \
+		-e 's/^test \([^ ]*\) *\.\.\. FAILED.*/\1/p' | sort -u | tr '\n' ' '
 }
 regress_count="sed -n 's/^[# ]*All \([0-9]*\) tests passed.*/\1/p'"
 tap_count="sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p'"
@@ -114,8 +126,10 @@ lint() {
 	bash "$top/test/check-spi-sites.sh" && n=$((n + 1))
 	bash "$top/test/check-test-map.sh" && n=$((n + 1))
 	bash "$top/test/check-include-graph.sh" && n=$((n + 1))
-	echo "lint: $n of 7 checks passed"
-	[ "$n" -eq 7 ]
+	# The Debian package's pg_upgradecluster hook is Perl, as postgresql-common is.
+	perl -cw "$top/debian/pg_upgradecluster-hook" && n=$((n + 1))
+	echo "lint: $n of 8 checks passed"
+	[ "$n" -eq 8 ]
 }
 # Points PG_CONFIG, PG_BINDIR (the tester's PATH) and SNOWFLAKE_WORKDIR at
 # major version $1: 15 is PG_CONFIG's server, in the work copy as before;
@@ -186,6 +200,13 @@ package_check() {
 		dpkg --purge postgresql-15-snowflake >/dev/null
 		return 1
 	}
+	# docs/operations.md: the package ships the pg_upgradecluster hook.
+	local hook=/etc/postgresql-common/pg_upgradecluster.d/snowflake-15
+	if ! [ -x "$hook" ] || ! cmp -s "$hook" "$SNOWFLAKE_WORKDIR/debian/pg_upgradecluster-hook"; then
+		echo "package: no executable $hook, or not debian/pg_upgradecluster-hook"
+		dpkg --purge postgresql-15-snowflake >/dev/null
+		return 1
+	fi
 	as_tester make -s clean >/dev/null
 	local status=0
 	as_tester debian/tests/installcheck || status=$?
@@ -217,9 +238,13 @@ run_version() {
 	# this one, if that is a source build too (15's, a Debian binary,
 	# writes a column option that 17 and 18 cannot restore), and else from
 	# this version to itself.
-	run_tier "PG $v: TAP" "$tap_count" \
-		as_tester env SNOWFLAKE_PG_UPGRADE_FROM="$upgrade_from" \
-		make installcheck REGRESS= ISOLATION=
+	# On the last version TAP runs once, on the build with Assert()s (below):
+	# the same code with its checks compiled in, for the longest tier's time.
+	if [ "$v" != "$last_version" ]; then
+		run_tier "PG $v: TAP" "$tap_count" \
+			as_tester env SNOWFLAKE_PG_UPGRADE_FROM="$upgrade_from" \
+			make installcheck REGRESS= ISOLATION=
+	fi
 	run_tier "PG $v: clients" "sed -n 's/^clients: \([0-9]*\) checks passed.*/\1/p'" \
 		as_tester bash test/clients/run.sh
 	# The docs' blocks once, against the server a reader of the docs
@@ -305,5 +330,9 @@ echo "=== tier timings"
 printf '  %s\n' "${timings[@]}"
 echo "=== per version"
 printf '  %s\n' "${version_times[@]}" "${skipped[@]}" "total: $SECONDS s"
+if [ "$failed" -ne 0 ]; then
+	echo "=== failed tiers"
+	printf '  %s\n' "${failures[@]}"
+fi
 echo "snowflake: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -158,13 +158,14 @@ public:
 				sequence = 0;
 			}
 
+			/* Before the wait: past the end, no clock ever issues it. */
+			if (timestamp > max_timestamp_)
+				return Outcome::kExhausted;
 			if (timestamp - now > max_drift_ms_)
 			{
 				*result = timestamp - max_drift_ms_;
 				return Outcome::kWait;
 			}
-			if (timestamp > max_timestamp_)
-				return Outcome::kExhausted;
 			if (timestamp > reserved)
 			{
 				*result = timestamp;

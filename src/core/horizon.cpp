@@ -38,4 +38,16 @@ HorizonWarningDue(const Layout &layout, int64_t now_unix_ms, int64_t last_warned
 		UnixDay(now_unix_ms) > last_warned_day;
 }
 
+int64_t
+ClampTimestampToLayout(const Layout &layout, int64_t timestamp)
+{
+	return timestamp < layout.MaxTimestamp() ? timestamp : layout.MaxTimestamp();
+}
+
+int64_t
+ClampUnixMsToLayout(const Layout &layout, int64_t unix_ms)
+{
+	return unix_ms < layout.LastUnixMs() ? unix_ms : layout.LastUnixMs();
+}
+
 } /* namespace snowflake */

@@ -1,6 +1,7 @@
 /*
  * horizon.hpp
- *	  When a layout's timestamp bits run out, and when to warn about it.
+ *	  When a layout's timestamp bits run out, when to warn about it, and
+ *	  keeping a reservation within them.
  *
  * A layout expresses the milliseconds from its epoch up to 2^timestamp_bits
  * past it; from then on no ID can be issued.  The default layout lasts about
@@ -47,6 +48,16 @@ int64_t UnixDay(int64_t unix_ms);
  * earlier day does not warn again.
  */
 bool HorizonWarningDue(const Layout &layout, int64_t now_unix_ms, int64_t last_warned_day);
+
+/*
+ * "timestamp" (ms since the layout's epoch), lowered to the layout's last
+ * millisecond if it lies past it.  A reservation there promises no more
+ * (no ID can have a later timestamp), and a start can read it back.
+ */
+int64_t ClampTimestampToLayout(const Layout &layout, int64_t timestamp);
+
+/* The same for a Unix time (ms): at most the layout's LastUnixMs(). */
+int64_t ClampUnixMsToLayout(const Layout &layout, int64_t unix_ms);
 
 } /* namespace snowflake */
 

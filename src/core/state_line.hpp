@@ -20,7 +20,7 @@
 namespace snowflake {
 
 /* The most integers a state line holds. */
-constexpr int kMaxStateFields = 4;
+constexpr int kMaxStateFields = 9; /* snowflake.clock: its boot and 8 */
 
 /* Room for the description of a parse failure. */
 constexpr size_t kStateProblemSize = 160;

@@ -39,4 +39,17 @@ NowMonotonicUs(void)
 	return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
 }
 
+/*
+ * A clock that never steps and counts suspend: a wall-clock step is a
+ * change of the wall clock against it (pg/clock_watch.hpp).
+ */
+inline int64_t
+NowBootUs(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
+
 #endif							/* SNOWFLAKE_PG_CLOCK_HPP */

@@ -20,8 +20,8 @@ extern "C"
 
 #include "pg/durable_file.hpp"
 
-/* Longer than any valid state line: 4 fields of at most 20 characters. */
-static constexpr size_t kStateFileBufferSize = 128;
+/* Longer than any valid state line: 9 fields of 20 digits, a sign and a space each. */
+static constexpr size_t kStateFileBufferSize = 256;
 
 void
 DataDirectoryFile(const char *name, char *path)

@@ -1,21 +1,10 @@
 /*
  * old_versions.hpp
- *	  What library 1.5 does about the SQL objects of older versions of the
- *	  extension, in a database not yet updated with ALTER EXTENSION
- *	  snowflake UPDATE.
+ *	  What the library does about a database whose extension is older than
+ *	  the library, not yet updated with ALTER EXTENSION snowflake UPDATE.
  */
 #ifndef SNOWFLAKE_PG_OLD_VERSIONS_HPP
 #define SNOWFLAKE_PG_OLD_VERSIONS_HPP
-
-/*
- * Installs the function manager hook that refuses every SECURITY DEFINER
- * function of the extension (version 1.4 had four) before its body runs.
- * Called once, from _PG_init in the postmaster.
- */
-void InstallOldVersionGuard(void);
-
-/* The library's version (snowflake.control's default_version), for messages. */
-const char *LibraryVersion(void);
 
 /*
  * The extension's version in the current database (pg_extension.extversion)

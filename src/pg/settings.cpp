@@ -27,6 +27,18 @@ static int	node_bits = 3;
 static int	worker_bits = 7;
 static int	sequence_bits = 12;
 
+static const struct config_enum_entry clock_behind_policies[] = {
+	{"wait", kClockBehindWait, false},
+	{"ride", kClockBehindRide, false},
+	{nullptr, 0, false},
+};
+
+static const struct config_enum_entry clock_skew_policies[] = {
+	{"warn", kClockSkewWarn, false},
+	{"refuse", kClockSkewRefuse, false},
+	{nullptr, 0, false},
+};
+
 static const struct config_enum_entry collision_policies[] = {
 	{"warn", kCollisionWarn, false},
 	{"error", kCollisionError, false},
@@ -103,7 +115,7 @@ struct IntSetting
 	const char *raw;			/* as postgresql.conf or the command line set it */
 };
 
-IntSetting	int_settings[] = {
+IntSetting int_settings[] = {
 	{"snowflake.node_bits", gettext_noop("Bits of each ID that hold the node id."),
 	 &node_bits, 3, 0, 16, PGC_POSTMASTER, 0, nullptr},
 	{"snowflake.worker_bits", gettext_noop("Bits of each ID that hold the worker id."),
@@ -144,6 +156,21 @@ IntSetting	int_settings[] = {
 				  "lease may issue IDs."),
 	 &g_settings.lease_connection_window_ms, 10000, 1000, kMaxLeaseWindowMs, PGC_SIGHUP,
 	 GUC_UNIT_MS, nullptr},
+	{"snowflake.clock_step_threshold",
+	 gettext_noop("How far the wall clock must step forward, against the boot-time "
+				  "clock, to count as a step."),
+	 &g_settings.clock_step_threshold_ms, 1000, 100, 3600000, PGC_SIGHUP, GUC_UNIT_MS,
+	 nullptr},
+	{"snowflake.clock_step_confirmation",
+	 gettext_noop("How long a forward step of the wall clock must last before IDs "
+				  "follow it."),
+	 &g_settings.clock_step_confirmation_ms, 600000, 1000, 86400000, PGC_SIGHUP,
+	 GUC_UNIT_MS, nullptr},
+	{"snowflake.clock_skew_threshold",
+	 gettext_noop("How far this node's clock may disagree with another running "
+				  "node's, as their registry heartbeats show, before it is reported."),
+	 &g_settings.clock_skew_threshold_ms, 1000, 100, 86400000, PGC_SIGHUP, GUC_UNIT_MS,
+	 nullptr},
 };
 
 const char *collision_policy_raw = nullptr;
@@ -263,6 +290,20 @@ DefineSettings(void)
 										  "this node_id."),
 							 nullptr, &g_settings.on_node_collision, kCollisionWarn,
 							 collision_policies, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+	DefineCustomEnumVariable("snowflake.on_clock_behind",
+							 gettext_noop("What snowflake_nextval() does when the next ID "
+										  "lies more than snowflake.max_drift ahead of "
+										  "the clock: wait for the clock, or ride it out."),
+							 nullptr, &g_settings.on_clock_behind, kClockBehindWait,
+							 clock_behind_policies, PGC_SIGHUP, 0, nullptr, nullptr,
+							 nullptr);
+	DefineCustomEnumVariable("snowflake.on_clock_skew",
+							 gettext_noop("What snowflake_nextval() does while this node's "
+										  "clock disagrees with most of its peers' by more "
+										  "than snowflake.clock_skew_threshold: warn, or "
+										  "refuse IDs."),
+							 nullptr, &g_settings.on_clock_skew, kClockSkewWarn,
+							 clock_skew_policies, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
 	DefineCustomBoolVariable("snowflake.allow_connection_leases",
 							 gettext_noop("Whether snowflake_lease_worker() grants "
 										  "leases held as long as the connection."),

@@ -24,6 +24,20 @@ enum NodeCollisionPolicy
 	kCollisionError,
 };
 
+/* What a session does when the next ID lies beyond max_drift of the clock. */
+enum ClockBehindPolicy
+{
+	kClockBehindWait,			/* wait up to clock_wait_timeout, then fail */
+	kClockBehindRide,			/* issue anyway, timestamps advancing with the IDs */
+};
+
+/* What a node does when its clock disagrees with its peers' (registry/clock_skew.hpp). */
+enum ClockSkewPolicy
+{
+	kClockSkewWarn,
+	kClockSkewRefuse,
+};
+
 struct Settings
 {
 	snowflake::Layout layout;	/* valid once DefineSettings() returned */
@@ -34,6 +48,15 @@ struct Settings
 	int			registry_interval_ms;	/* changeable on reload */
 	int			on_node_collision;	/* a NodeCollisionPolicy; on reload */
 	int			clock_wait_timeout_ms;	/* changeable per session */
+
+	/* Forward steps of the wall clock (pg/clock_watch.hpp); on reload. */
+	int			clock_step_threshold_ms;
+	int			clock_step_confirmation_ms;
+	int			on_clock_behind;	/* a ClockBehindPolicy; on reload */
+
+	/* Clocks compared across nodes (registry/clock_skew.hpp); on reload. */
+	int clock_skew_threshold_ms;
+	int on_clock_skew; /* a ClockSkewPolicy */
 
 	/*
 	 * Worker-id leases (src/pg/leases/): the top lease_workers worker ids
@@ -72,13 +95,6 @@ SessionWorkerIds(void)
 {
 	return g_settings.layout.MaxWorkerId() + 1 -
 		static_cast<uint32>(g_settings.lease_workers);
-}
-
-/* The wall clock in ms since the running layout's epoch. */
-inline int64_t
-NowTimestamp(void)
-{
-	return NowUnixMs() - g_settings.layout.epoch_ms;
 }
 
 /*

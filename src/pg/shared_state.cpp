@@ -25,10 +25,6 @@ extern "C"
 #include "pg/shared_state.hpp"
 
 static SharedState *shared_state = nullptr;
-static SharedStateInitializer initialize_subsystems = nullptr;
-
-static shmem_request_hook_type prev_shmem_request_hook = nullptr;
-static shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
 
 /* Where the attachments start: after the slots, on a cache line. */
 static Size
@@ -46,11 +42,9 @@ SharedStateSize(void)
 					mul_size(MaxBackends, sizeof(PaddedSessionAttachment)));
 }
 
-static void
+void
 RequestSharedState(void)
 {
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
 	RequestAddinShmemSpace(SharedStateSize());
 	RequestNamedLWLockTranche(kSharedLockTrancheName, 1);
 
@@ -97,13 +91,10 @@ InitSlots(SharedState *state)
 	}
 }
 
-static void
-StartSharedState(void)
+void
+StartSharedState(SharedStateInitializer initialize_subsystems)
 {
 	bool		found;
-
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
 
 	/* After a crash restart, the old pointer refers to discarded memory. */
 	shared_state = nullptr;
@@ -127,16 +118,6 @@ StartSharedState(void)
 	shared_state = state;
 }
 
-void
-InstallSharedStateHooks(SharedStateInitializer initialize)
-{
-	initialize_subsystems = initialize;
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = RequestSharedState;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = StartSharedState;
-}
-
 int64
 NewestIssuedTimestamp(SharedState *state)
 {
@@ -151,6 +132,12 @@ NewestIssuedTimestamp(SharedState *state)
 			newest = Max(newest, snowflake::Decompose(g_settings.layout, last_id).timestamp);
 	}
 	return newest;
+}
+
+SharedState *
+SharedStateIfAttached(void)
+{
+	return shared_state;
 }
 
 SharedState *

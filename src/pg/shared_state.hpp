@@ -47,6 +47,8 @@ extern "C"
 #include "utils/uuid.h"
 }
 
+#include "core/clock_steps.hpp"
+
 struct WorkerSlot
 {
 	pg_atomic_uint64 last_id;		/* high-water mark; 0 before any */
@@ -120,7 +122,17 @@ struct RegistrySlot
 	TimestampTz last_round; /* the last round that completed; 0: none */
 	TimestampTz started_at; /* when its current registry was started */
 	char problem[256];      /* why rounds do not complete; "" if they do */
+	/* Its last comparison of clocks (registry/clock_skew.hpp). */
+	int32 clock_peers;        /* running peers whose clock it compared */
+	int32 clock_skewed_peers; /* of those, disagreeing beyond the threshold */
+	int64 clock_skew_ms;      /* the largest proven disagreement, signed; 0: none */
+	int32 clock_skew_node;    /* the node id of that peer */
+	bool clock_skewed;        /* disagrees with more than half of them */
 };
+
+/* The bits of SharedState::registry_findings. */
+constexpr uint32 kFindingNodeCollision = 1; /* another running instance has our node_id */
+constexpr uint32 kFindingClockSkew = 2;     /* our clock disagrees with most peers' */
 
 struct SharedState
 {
@@ -135,8 +147,12 @@ struct SharedState
 	 */
 	LWLock	   *reservation_lock;	/* serialises extending it and the floor */
 	pg_atomic_uint64 reserved_until;
-	/* Set while another running instance uses our node_id; read on the hot path. */
-	pg_atomic_uint32 node_collision;
+	/*
+	 * What the registries found that may stop generation (kFinding...
+	 * bits); read on the hot path, where any bit sends a call to the slow
+	 * path, which applies this session's policies.
+	 */
+	pg_atomic_uint32 registry_findings;
 	int64		durable_until;	/* largest value made durable (under the lock) */
 	XLogRecPtr	durable_lsn;	/* the record that made it durable */
 	bool		reservation_known;	/* read from the file or replayed */
@@ -164,12 +180,14 @@ struct SharedState
 	slock_t collision_mutex; /* guards the next two */
 
 	/*
-	 * The running peer: its instance id, which every role may read in
-	 * snowflake_nodes, and its full description (host, port, timeline,
-	 * system identifier), which only the server log gets.
+	 * What shows the running peer: for the client, with its instance id
+	 * only (which every role may read in snowflake_nodes); for the server
+	 * log, with its full description (host, port, timeline, system
+	 * identifier).
 	 */
-	char		collision_instance[UUID_LEN * 2 + 5];
+	char		collision_client[192];
 	char		collision_detail[256];
+	bool		collision_split_brain;	/* found by split_brain.hpp: its hint */
 
 	/*
 	 * The registries, one per database that holds the extension, and their
@@ -192,6 +210,16 @@ struct SharedState
 	 */
 	pg_atomic_uint64 clock_steps_back;
 	pg_atomic_uint64 largest_step_back_ms;
+
+	/*
+	 * The trusted wall clock (clock_watch.cpp): every process that reads
+	 * the clock observes steps into clock_trust, under clock_mutex.
+	 */
+	slock_t		clock_mutex;
+	snowflake::ClockTrust clock_trust;
+	pg_atomic_uint64 clock_steps_forward;
+	pg_atomic_uint64 largest_step_forward_ms;
+	pg_atomic_uint64 last_clock_step_unix_ms;	/* trusted time of the last step; 0: none */
 
 	/* One attachment per backend (MaxBackends), after the slots. */
 	uint32		attachment_count;
@@ -223,11 +251,12 @@ constexpr const char *kSharedLockTrancheName = "snowflake";
 using SharedStateInitializer = void (*)(SharedState *state);
 
 /*
- * Installs the shared-memory hooks; called from _PG_init.  "initialize"
- * sets up the subsystems' fields each time the memory is created: at
- * start and after every crash restart.
+ * Its part of the shared-memory hooks, which module.cpp installs.
+ * "initialize" sets up the subsystems' fields each time the memory is
+ * created: at start and after every crash restart.
  */
-void		InstallSharedStateHooks(SharedStateInitializer initialize);
+void		RequestSharedState(void);
+void		StartSharedState(SharedStateInitializer initialize);
 
 /*
  * The newest timestamp (ms since the layout's epoch) any slot issued since
@@ -240,5 +269,8 @@ int64		NewestIssuedTimestamp(SharedState *state);
  * through shared_preload_libraries.
  */
 SharedState *RequireSharedState(void);
+
+/* The shared state, or nullptr when the library was not preloaded. */
+SharedState *SharedStateIfAttached(void);
 
 #endif							/* SNOWFLAKE_PG_SHARED_STATE_HPP */

@@ -33,6 +33,8 @@ extern "C"
 #include "core/horizon.hpp"
 #include "core/layout.hpp"
 #include "pg/clock.hpp"
+#include "pg/clock_watch.hpp"
+#include "pg/registry/clock_skew.hpp"
 #include "pg/registry/registry_slots.hpp"
 #include "pg/reservation/reservation.hpp"
 #include "pg/settings.hpp"
@@ -47,12 +49,12 @@ PG_FUNCTION_INFO_V1(snowflake_worker_slots);
 
 /*
  * The columns of snowflake_status() in each version's declaration: 1.0
- * had 12, 1.1 16, 1.2 18, 1.3 to 1.5 22, 1.6 on 25.  A database not yet updated calls the
- * library with its older declaration: heap_form_tuple() takes the first
+ * had 12, 1.1 16, 1.2 18, 1.3 22, 1.6 32.  A database not yet updated
+ * calls the library with its older declaration: heap_form_tuple() takes the first
  * natts of the values, so one row of kStatusColumns serves every version,
  * as long as each version only added columns at the end.
  */
-static constexpr int kStatusColumns = 25;
+static constexpr int kStatusColumns = 32;
 static constexpr int kStatusColumnsByVersion[] = {12, 16, 18, 22, kStatusColumns};
 
 /* The counters of the worker slots and the sessions attached to them. */
@@ -153,7 +155,7 @@ snowflake_status(PG_FUNCTION_ARGS)
 	values[i++] = Int32GetDatum(counts.slots_used);
 	values[i++] = Int64GetDatum(static_cast<int64>(counts.ids_issued));
 	values[i++] = Int64GetDatum(static_cast<int64>(counts.overflow_waits));
-	values[i++] = Int64GetDatum(Max(INT64CONST(0), counts.furthest_unix_ms - NowUnixMs()));
+	values[i++] = Int64GetDatum(Max(INT64CONST(0), counts.furthest_unix_ms - TrustedNowUnixMs()));
 	/* 1.1 */
 	nulls[i] = !state->reservation_known;
 	values[i++] = TimestampTzGetDatum(
@@ -166,7 +168,8 @@ snowflake_status(PG_FUNCTION_ARGS)
 		static_cast<int64>(pg_atomic_read_u64(&state->largest_step_back_ms)));
 	/* 1.2 */
 	values[i++] = UUIDPGetDatum(&state->instance_id);
-	values[i++] = BoolGetDatum(pg_atomic_read_u32(&state->node_collision) != 0);
+	values[i++] = BoolGetDatum(
+		(pg_atomic_read_u32(&state->registry_findings) & kFindingNodeCollision) != 0);
 	/* 1.3 */
 	values[i++] = Int32GetDatum(counts.sessions_attached);
 	values[i++] = Int32GetDatum(counts.slots_shared);
@@ -179,13 +182,39 @@ snowflake_status(PG_FUNCTION_ARGS)
 	nulls[i] = problems == nullptr;
 	values[i++] = problems != nullptr ? CStringGetTextDatum(problems) : Datum(0);
 	/* 1.6 */
-	int64		now_unix_ms = NowUnixMs();
+	int64		now_unix_ms = TrustedNowUnixMs();
 
 	nulls[i] = !state->reservation_known;
 	values[i++] = Int64GetDatum(
 		Max(INT64CONST(0), layout.epoch_ms + ReservedUntil(state) - now_unix_ms));
 	values[i++] = HorizonDatum(snowflake::HorizonUnixMs(layout));
 	values[i++] = Int64GetDatum(snowflake::MsUntilHorizon(layout, now_unix_ms) / 1000);
+	/* 1.6: forward steps of the clock (clock_watch.hpp) */
+	values[i++] = Int64GetDatum(
+		static_cast<int64>(pg_atomic_read_u64(&state->clock_steps_forward)));
+	values[i++] = Int64GetDatum(
+		static_cast<int64>(pg_atomic_read_u64(&state->largest_step_forward_ms)));
+
+	int64		last_step_unix_ms =
+		static_cast<int64>(pg_atomic_read_u64(&state->last_clock_step_unix_ms));
+	int64		pending_ms = PendingClockStepMs(state);
+
+	nulls[i] = last_step_unix_ms == 0;
+	values[i++] = TimestampTzGetDatum(UnixMsToTimestampTz(last_step_unix_ms));
+	nulls[i] = pending_ms < 0;
+	values[i++] = Int64GetDatum(pending_ms);
+	/* 1.6: clocks compared across nodes (registry/clock_skew.hpp) */
+	int32 clock_peers;
+	int32 clock_skewed_peers;
+	int64 clock_skew_ms;
+	bool clocks_compared;
+
+	ClockSkewStatus(state, &clock_peers, &clock_skewed_peers, &clock_skew_ms,
+					&clocks_compared);
+	values[i++] = Int32GetDatum(clock_peers);
+	values[i++] = Int32GetDatum(clock_skewed_peers);
+	nulls[i] = !clocks_compared;
+	values[i++] = Int64GetDatum(clock_skew_ms);
 	Assert(i == kStatusColumns);
 	/* An older declaration takes the first tupdesc->natts values (see above). */
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));

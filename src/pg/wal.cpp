@@ -16,6 +16,14 @@ namespace {
 
 const WalRecordHandlers *record_kinds = nullptr;
 int			record_kind_count = 0;
+void (*redo_start_hook)(void) = nullptr;
+
+void
+Startup(void)
+{
+	if (redo_start_hook != nullptr)
+		redo_start_hook();
+}
 
 uint8
 RecordKind(XLogReaderState *record)
@@ -60,6 +68,8 @@ Identify(uint8 info)
 			return "RESERVE";
 		case kXlogLease:
 			return "LEASE";
+		case kXlogSettings:
+			return "SETTINGS";
 	}
 	return nullptr;
 }
@@ -69,7 +79,7 @@ RmgrData	snowflake_rmgr = {
 	Redo,						/* rm_redo */
 	Describe,					/* rm_desc */
 	Identify,					/* rm_identify */
-	nullptr,					/* rm_startup */
+	Startup,					/* rm_startup */
 	nullptr,					/* rm_cleanup */
 	nullptr,					/* rm_mask */
 	nullptr,					/* rm_decode: logical decoding skips it */
@@ -78,8 +88,9 @@ RmgrData	snowflake_rmgr = {
 }							/* namespace */
 
 void
-RegisterSnowflakeRmgr(const WalRecordHandlers *kinds, int count)
+RegisterSnowflakeRmgr(const WalRecordHandlers *kinds, int count, void (*redo_start)(void))
 {
+	redo_start_hook = redo_start;
 	record_kinds = kinds;
 	record_kind_count = count;
 	RegisterCustomRmgr(kSnowflakeRmgrId, &snowflake_rmgr);

@@ -1,31 +1,13 @@
 #!/usr/bin/env bash
-# The docs tier: the code blocks of README.md and docs/*.md run as
-# test/docs/README.md says (test/docs/run_blocks.py: sql blocks with psql in a
-# fresh database per page, sh blocks with bash -euo pipefail in a scratch
-# directory, ini blocks checked against pg_settings; blocks marked
-# <!-- not run: REASON --> skipped, those marked <!-- run by: PATH NAME -->
-# left to the test PATH, and those marked <!-- same as: PAGE#ANCHOR -->
-# compared with their twin), their links checked
-# (test/docs/check_links.py: files exist, #anchors are headings; README.md
-# has at most 250 lines), the blocks marked <!-- tested: NAME --> of every
-# page compared with the client tests (test/clients/docs_sync.py), and
-# first the runner's self-test
-# (run_blocks.py --self-test: the pages of test/docs/fixtures/ fail exactly
-# as they announce).  Starts a throwaway PostgreSQL cluster (the pg_ctl on
-# PATH: run-tests.sh runs this tier against 15) with
-#   shared_preload_libraries = 'snowflake'
-#   snowflake.node_id = 1
-#   snowflake.lease_workers = 8
-# reachable only through a Unix socket in a temporary directory, and stops
-# it at the end.  Prints one line per failure (page:line, the command, the
-# error), then
-#   links: N checked, F broken; README.md: L lines (at most 250)
-# and last
-#   docs: N blocks run (S sql, H sh, I ini), R run by tests, M not run, T tested elsewhere; F failed
-# Exits non-zero if anything failed, keeping the temporary directory (each
-# block's script and output under blocks/docs_<page>/, the server log).
-# Run as the unprivileged tester with the extension installed
-# (test/run-tests.sh does).
+# The docs tier (test/docs/README.md): the runner's self-test, the blocks
+# marked <!-- tested: NAME --> against the client tests
+# (test/clients/docs_sync.py), the links (check_links.py) and the code
+# blocks of README.md and docs/*.md (run_blocks.py), on a throwaway cluster
+# (the pg_ctl on PATH) reachable only through a Unix socket.  Prints one
+# line per failure, the links' count and last the blocks' count (see
+# run_blocks.py); exits non-zero if anything failed, keeping the temporary
+# directory (blocks/docs_<page>/: each block's script and output; the
+# server log).  Run as the unprivileged tester with the extension installed.
 #
 #   DOCS_PORT           the cluster's port, on a Unix socket only (default: a free
 #                       one)

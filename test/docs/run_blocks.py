@@ -1,55 +1,17 @@
 """Runs the code blocks of README.md and docs/*.md (or of the pages given)
-as test/docs/README.md says, against the server of PGHOST/PGPORT/PGUSER
-(test/docs/run.sh starts one with the extension preloaded):
+against the server of PGHOST/PGPORT/PGUSER, as test/docs/README.md says.
 
-  sql            each block with psql -X -v ON_ERROR_STOP=1 (VERBOSITY
-                 verbose, for the SQLSTATE), in page order, in a fresh
-                 database per page, docs_<page>; the extension is created
-                 first unless the page's first sql block creates it.
-                 Roles are the cluster's: those a page created are
-                 dropped when the page ends.
-                 <!-- error: SQLSTATE -->: the block must fail, in its last
-                 statement, with that SQLSTATE.
-  sh bash shell  each block with bash -euo pipefail, in a scratch directory
-                 of the page, with PGHOST, PGPORT, PGUSER and PGDATABASE
-                 (the page's database) exported and HOME the scratch
-                 directory.  A block that leaves a process running (a
-                 server started in the background) fails, and the
-                 process is stopped.
-  ini            every line is a comment or `name = value` (a trailing
-                 `# comment` allowed), naming a setting of the server
-                 (pg_settings), with a value of its type.
-  text, output and client languages (python, js, java, go, ...): not run;
-  <!-- tested: NAME --> blocks are covered by test/clients/docs_sync.py.
-  <!-- run by: PATH NAME -->: not run here, a test outside the tier runs
-                 it (reading it with --block); fails unless PATH, from
-                 the repository root, is a file that contains NAME as a
-                 word, and NAME is the page's only block of that name.
-  <!-- same as: PAGE#ANCHOR -->: the block repeats a recipe of another
-                 page (PAGE relative to this one, as a link): fails unless
-                 it is byte-identical (after dedent) to the first block
-                 with the same language under that heading of PAGE (up to
-                 the next heading of the same or a higher level).  It runs
-                 as its language says.
-
-Each block may take DOCS_BLOCK_TIMEOUT seconds (default 60).  What fails:
-a block that fails as above or takes longer; a fence without a language,
-or with one the tier does not know (the sets below); <!-- not run: --> without a reason; a
-marker that is malformed or not on the line right before its fence.
+sql blocks run with psql in a fresh database per page, sh blocks with bash
+-euo pipefail in a scratch directory, ini blocks are checked against
+pg_settings, and the markers (not run, error, tested, run by, same as) are
+checked; each block may take DOCS_BLOCK_TIMEOUT seconds (default 60).
 Prints one line per failed block (page:line, the command, the error) and
 last
   docs: N blocks run (S sql, H sh, I ini), R run by tests, M not run, T tested elsewhere; F failed
-and exits 1 if any failed.
-
---block PAGE NAME prints the text of the block of PAGE (from the root)
-marked <!-- run by: PATH NAME -->, dedented by its fence's indentation,
-and exits 1 if the page has no such block: how the package tier of
-test/run-tests.sh reads README.md's package block.
-
---self-test runs the pages of test/docs/fixtures/ (and their links, with
-check_links.py) and asserts that exactly the failures their
-<!-- expect failure: TEXT --> comments announce happen, each in the lines
-after its comment, and the summary of <!-- expect summary: ... -->.
+and exits 1 if any failed.  --block PAGE NAME prints the block of PAGE
+marked <!-- run by: PATH NAME -->, dedented (exit 1 if there is none).
+--self-test runs the pages of test/docs/fixtures/ and their links and
+asserts exactly the failures and the summary that they announce.
 
 Usage: run_blocks.py [--root DIR] [--workdir DIR] [PAGE.md ...]
        run_blocks.py [--root DIR] --block PAGE NAME
@@ -144,7 +106,11 @@ class Runner:
     def run_page(self, path):
         path = pathlib.Path(path).resolve()
         first_failure = len(self.failures)
-        self._run_page(path)
+        roles_before = self.roles()
+        made = self._run_blocks(path)
+        new = self.roles() - roles_before if made else None
+        if new:
+            self.drop_roles(path, made, new)
         # The page's failures in line order.
         self.failures[first_failure:] = sorted(self.failures[first_failure:],
                                                key=lambda f: f[1])
@@ -164,14 +130,6 @@ class Runner:
                 self.fail(path, 1, f"the roles the page created ({names}) could not be dropped: "
                           f"{sql}: {short(r.stderr)}")
                 return
-
-    def _run_page(self, path):
-        roles_before = self.roles()
-        made = self._run_blocks(path)
-        if made:
-            new = self.roles() - roles_before
-            if new:
-                self.drop_roles(path, made, new)
 
     def _run_blocks(self, path):
         """Runs the page's blocks; the name of its database if it made one."""
@@ -630,18 +588,6 @@ def print_block(root, page, name):
     return 0
 
 
-def default_pages(root):
-    return check_links.default_pages(root)
-
-
-def report(runner, links):
-    for path, line, message in runner.failures:
-        print(f"{runner.rel(path)}:{line}: {message}")
-    if links is not None:
-        for path, line, message in links.failures:
-            print(f"{links.rel(path)}:{line}: {message}")
-
-
 # ---------------------------------------------------------------- self-test
 EXPECT_FAILURE = re.compile(r"<!-- expect failure: (.*?) -->")
 EXPECT_SUMMARY = re.compile(r"<!-- expect summary: (.*?) -->")
@@ -745,9 +691,10 @@ def main():
         if args.self_test:
             sys.exit(0 if self_test(workdir) else 1)
         runner = Runner(args.root, workdir)
-        pages = [pathlib.Path(p) for p in args.pages] or default_pages(runner.root)
+        pages = [pathlib.Path(p) for p in args.pages] or check_links.default_pages(runner.root)
         runner.run_pages(pages)
-        report(runner, None)
+        for path, line, message in runner.failures:
+            print(f"{runner.rel(path)}:{line}: {message}")
         print(runner.not_run_detail())
         print(runner.summary())
         sys.exit(1 if runner.failures else 0)

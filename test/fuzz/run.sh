@@ -1,34 +1,17 @@
 #!/usr/bin/env bash
 # The fuzz tier: random and edge-case SQL against a throwaway cluster with
 # the extension preloaded, looking for crashes, assertion failures, hangs,
-# internal errors and duplicate IDs.  Two parts, on one cluster:
-#
-#   targeted  test/fuzz/targeted.pl: every function of the extension (read
-#             from the catalog) with edge arguments; every snowflake.*
-#             setting set to bad and extreme values; calls in aborted
-#             transactions, savepoints, cursors, forced parallel query,
-#             prepared statements with generic plans, the planner's
-#             timestamp rewrite (each count compared with an unrewritten
-#             reference), leases; every ID its statements return is
-#             checked to be unique.
-#   sqlsmith  sqlsmith's random queries, as an ordinary role (no superuser),
-#             in a database with the extension, tables of snowflake IDs (one
-#             with columns of the snowflake type and texts to read as IDs),
-#             and copies of the extension's functions (SQL wrappers), so
-#             that a good share of its queries call them.
-#
-# Errors are expected.  What fails the tier: in the targeted part, what
-# targeted.pl checks (internal errors, statements cancelled by
-# statement_timeout that were not meant to be, lost connections, duplicate
-# IDs, rewritten counts that differ); in both, crashes and Assert()
-# failures.  sqlsmith's own errors are not examined: a query of it that runs
-# past statement_timeout is cancelled like any other; what is caught is a
-# statement that ignores the cancel (still running a while after both
-# parts ended).  After both parts: the postmaster still runs, no backend
-# crashed (a session opened at the start is still there: a crash makes the
-# postmaster end every session), nothing of the kind in the server log
-# ("terminated by signal", "TRAP:", "PANIC", ...), and no query left
-# running.  Prints each part's statement count, its seed, and last
+# internal errors and duplicate IDs.  Two parts, on one cluster: targeted
+# (test/fuzz/targeted.pl, which says what it runs and checks) and
+# sqlsmith's random queries, as an ordinary role, in a database with tables
+# of snowflake IDs and SQL copies of the extension's functions (so that a
+# good share of its queries call them).  sqlsmith's own errors are not
+# examined; what is caught is a crash, or a statement that ignores the
+# cancel of statement_timeout.  After both parts: the postmaster runs, a
+# session opened at the start is still there (a crash ends every session),
+# the server log shows no crash ("terminated by signal", "TRAP:", "PANIC",
+# ...), and no query is left running.  Prints each part's statement count,
+# the seed, and last
 #   fuzz: N checks passed
 # Exits non-zero on any failure, keeping the cluster's directory (scripts,
 # outputs, server log) for a replay.  Run as the unprivileged tester with

@@ -1,80 +1,52 @@
 #!/usr/bin/perl
 # test/fuzz/targeted.pl: the targeted half of the fuzz tier (test/fuzz/run.sh).
 #
-# Reads the extension's functions from the catalog (pg_proc joined with
-# pg_depend on the extension, so a new function is covered without an edit
-# here) and its settings (pg_settings, snowflake.%), and drives them through
-# psql with edge values, one statement per line of a generated script:
+# Reads the extension's functions from the catalog (pg_proc and pg_depend:
+# a new function is covered without an edit here) and its settings
+# (pg_settings), and drives them through psql, one statement a line:
 #
-#   edge      every function, with every edge value of each argument's type
-#             (NULL, 0, +-1, 2^31, 2^53, 2^63, infinities, the first and last
-#             millisecond of the layout, empty and long and format strings,
-#             ...), all combinations when there are few, else each argument
-#             varied around typical values plus random combinations; with and
-#             without default arguments, in FROM and in the select list;
-#   settings  every snowflake.* setting set to bad and extreme values with
-#             SET, SET LOCAL, set_config() and ALTER SYSTEM + pg_reload_conf(),
-#             each followed by calls of every function, then reset;
-#   txn       random programs of calls in transaction blocks: errors that
-#             abort them, savepoints rolled back to, PL/pgSQL exception
-#             blocks, prepared transactions, read-only and serializable ones,
-#             cancels mid-batch, pg_terminate_backend() of another session;
-#   cursors   random cursors over snowflake_nextval() and batches, fetched
-#             part way, scrolled backward, held over a commit, closed;
-#   parallel  forced parallel query (debug_parallel_query or, on 15,
-#             force_parallel_mode) over a table scan calling every function,
-#             and PL/pgSQL wrappers that claim PARALLEL SAFE, so each
-#             function runs inside a parallel worker;
-#   prepared  PREPARE/EXECUTE of every function with the edge values as
-#             parameters, under custom, generic and automatic plans;
-#   rewrite   the planner's rewrite of snowflake_timestamp(id) <op> ts and
-#             (snowflake_decode(id)).ts <op> ts, on a B-tree, a BRIN and a
-#             partitioned table, with edge timestamps as literals and as
-#             parameters of generic plans, serially and in parallel; every
-#             count is compared with the same query that the rewrite cannot
-#             touch (the timestamp computed below OFFSET 0);
-#   leases    lease programs: grants, renewals and releases with real tokens
-#             and edge tokens, IDs and client times, from the holder's role
-#             and another one;
-#   role      every function called by an ordinary role (fuzz_plain, taken
-#             with SET ROLE: no superuser; SELECT on the fuzz tables and
-#             EXECUTE on the lease functions granted by run.sh);
-#   type      the snowflake type: its input function and the casts text,
-#             bigint and integer -> snowflake -> bigint, timestamptz, with
-#             hostile texts and edge numbers; snowflake_to_text() and
-#             snowflake_from_text() with every format (and bad ones) over
-#             hostile inputs, random strings and mutations of valid texts;
-#             checks ("form" rows) that every ID of the fuzz tables round
-#             trips through each text form and the casts, that the
-#             fixed-width forms sort as the IDs under COLLATE "C", that
-#             snowflake_send() is int8send(), and that the texts of a
-#             second encoder (here, in Perl) read back as their IDs;
-# while a second session ("noise") issues IDs, batches and cursors all along.
+#   edge      every function with the edge values of each argument's type,
+#             all combinations when few, else each argument varied around
+#             typical values, with and without defaults, in FROM and in the
+#             select list;
+#   settings  every snowflake.* setting set to bad and extreme values (SET,
+#             SET LOCAL, set_config(), ALTER SYSTEM + reload), each followed
+#             by a call of every function;
+#   txn       random transaction programs: aborts, savepoints, PL/pgSQL
+#             exception blocks, prepared transactions, cancels mid-batch,
+#             pg_terminate_backend() of the other session;
+#   cursors   cursors over snowflake_nextval(), fetched part way, scrolled
+#             back, held over a commit;
+#   parallel  forced parallel query over every function, and PL/pgSQL
+#             wrappers that lie PARALLEL SAFE;
+#   prepared  every function under custom, generic and automatic plans;
+#   rewrite   the planner's rewrite of snowflake_timestamp(id) <op> ts on
+#             B-tree, BRIN and partitioned tables, literals and parameters:
+#             each count compared with the query the rewrite cannot touch;
+#   leases    grants, renewals and releases with real and edge tokens, IDs
+#             and client times, from the holder's role and another;
+#   role      every function as an ordinary role (fuzz_plain);
+#   type      the snowflake type's input, casts and text forms over hostile
+#             texts, random strings and mutated valid texts, and "form"
+#             checks: round trips, sort order, send, a second encoder's
+#             texts (in Perl);
+# while a second session ("noise") issues IDs, batches and cursors.
 #
-# Errors are expected: each must be a clean ERROR.  A failure is an internal
-# error (SQLSTATE class XX), a statement cancelled by statement_timeout that
-# was not meant to be (a hang; the noise session may also be cancelled by
-# the main one), a lost connection (a crash), a duplicate ID, a rewritten
-# query whose count differs from the reference, a "form" check that counts
-# a mismatch or does not run, or a psql run that does not finish in time.  Every ID that a successful statement returns is printed
-# (rows tagged "fuzzid", or NOTICEs inside PL/pgSQL), so IDs returned in
-# transactions that roll back count too; all must be distinct.  The IDs of
-# committed transactions also go into fuzz_ids, whose primary key refuses a
-# duplicate.
+# Errors are expected, as clean ERRORs.  A failure: an internal error (class
+# XX), a statement cancelled by statement_timeout that was not meant to be
+# (a hang), a lost connection (a crash), a duplicate ID (every ID a
+# statement returns is printed, "fuzzid" rows or NOTICEs, rolled back or
+# not), a rewritten count that differs, a "form" check that counts a
+# mismatch or does not run, a psql run that does not finish in time.
 #
 # Connects as PGHOST/PGPORT/PGUSER/PGDATABASE say, as a superuser, to a
-# database whose statement_timeout is the hang limit (the setup runs
-# without it).
-#   FUZZ_SEED           the seed (default: from the time and pid); printed
-#   FUZZ_ITERATIONS     random programs per section (default 40)
-#   FUZZ_WORKDIR        where the scripts and their output go (required)
-#   FUZZ_TARGETED_SECONDS  the time this may take in all (default 240); the
-#                       sections stop short of it, the summary comes after
-#   FUZZ_NOISE          1 (default) to run the concurrent session, 0 not
-#   FUZZ_SERVER_LOG     the server's log (log_line_prefix ending "] %a "),
-#                       where the termination of the noise session is looked
-#                       for when the server's message did not reach it
-#                       (optional: without it, that is a lost connection)
+# database whose statement_timeout is the hang limit.
+#   FUZZ_SEED, FUZZ_ITERATIONS (random programs per section, default 40)
+#   FUZZ_WORKDIR           where the scripts and their output go (required)
+#   FUZZ_TARGETED_SECONDS  the time it may take in all (default 240)
+#   FUZZ_NOISE             1 (default) to run the concurrent session, 0 not
+#   FUZZ_SERVER_LOG        the server's log, where the noise session's
+#                          termination is looked for when its message was lost
 # Prints one line per section and last
 #   targeted: N statements, M IDs, C checks passed, F failed (seed S)
 # and exits non-zero if any check failed.
@@ -459,7 +431,9 @@ sub id_text {
 		$t = substr($digits, $id % $base, 1) . $t;
 		$id /= $base;
 	} while ($id > 0);
-	return ('0' x ($width - length $t)) . $t;
+	# Forms without a fixed width have $width 0: no padding.
+	my $pad = $width - length $t;
+	return ($pad > 0 ? '0' x $pad : '') . $t;
 }
 # A random ID of a random magnitude: 63 random bits shifted right by 0 to 62.
 sub random_id {
@@ -998,11 +972,16 @@ sub section_settings {
 	return @s;
 }
 
+# Forced parallel query, however small the table.
+sub parallel_on {
+	my $force = $server_version >= 160000 ? 'debug_parallel_query' : 'force_parallel_mode';
+	return map { st($_) } ("SET $force = on;", 'SET parallel_setup_cost = 0;',
+		'SET parallel_tuple_cost = 0;', 'SET min_parallel_table_scan_size = 0;');
+}
+
 sub section_parallel {
 	my @s;
-	push @s, st($server_version >= 160000 ? 'SET debug_parallel_query = on;' : 'SET force_parallel_mode = on;');
-	push @s, map { st($_) } ('SET parallel_setup_cost = 0;', 'SET parallel_tuple_cost = 0;',
-		'SET min_parallel_table_scan_size = 0;', 'SET min_parallel_index_scan_size = 0;',
+	push @s, parallel_on(), map { st($_) } ('SET min_parallel_index_scan_size = 0;',
 		'SET max_parallel_workers_per_gather = 2;', 'SET parallel_leader_participation = off;');
 	for my $pass (1 .. 2) {
 		push @s, st('SET enable_seqscan = off;'), st('SET enable_bitmapscan = off;') if $pass == 2;
@@ -1322,9 +1301,7 @@ sub section_type {
 	}
 	push @s, form_check('perl-texts', 'SELECT count(*) FILTER (WHERE snowflake_from_text(t, f) IS DISTINCT FROM id OR snowflake_to_text(id, f) IS DISTINCT FROM t) FROM (VALUES ' . join(', ', @rows) . ') AS v(id, t, f)');
 	# The same round trip in parallel workers.
-	push @s, st($server_version >= 160000 ? 'SET debug_parallel_query = on;' : 'SET force_parallel_mode = on;'),
-		st('SET parallel_setup_cost = 0;'), st('SET parallel_tuple_cost = 0;'), st('SET min_parallel_table_scan_size = 0;'),
-		form_check('parallel-roundtrip', "SELECT count(*) FILTER (WHERE snowflake_from_text(snowflake_to_text(id, 'crockford'), 'crockford') IS DISTINCT FROM id::snowflake) FROM fuzz_t WHERE id >= 0"),
+	push @s, parallel_on(), form_check('parallel-roundtrip', "SELECT count(*) FILTER (WHERE snowflake_from_text(snowflake_to_text(id, 'crockford'), 'crockford') IS DISTINCT FROM id::snowflake) FROM fuzz_t WHERE id >= 0"),
 		st('RESET ALL;');
 	push @s, st('DROP TABLE fuzz_typed;');
 	return @s;

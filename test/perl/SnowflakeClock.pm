@@ -33,6 +33,7 @@ use warnings;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes ();
+use SnowflakeTest;
 
 my $libfaketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
@@ -157,6 +158,91 @@ sub set_offset
 	note sprintf('node "%s": clock offset %+.3f s (measured %+.3f s)',
 		$node->name, $seconds, $measured);
 	return $measured;
+}
+
+# A node under faketime at +0, its reservation worker on the faked clock,
+# with the extension and a table t whose id defaults to snowflake_nextval().
+# %settings (timezone UTC and clock_wait_timeout 500 ms unless given) go to
+# its postgresql.conf.
+sub new_node
+{
+	my ($name, %settings) = @_;
+	my $node = SnowflakeTest::new_node(
+		$name,
+		settings => {
+			'snowflake.clock_wait_timeout' => '500ms',
+			timezone => 'UTC',
+			%settings
+		},
+		start => 0);
+	start($node, 0);
+	refork_reservation_worker($node);
+	$node->safe_psql('postgres',
+		'CREATE EXTENSION snowflake; '
+		  . 'CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), phase text)');
+	return $node;
+}
+
+# Inserts a row of $phase into t on $node, checks that its ID is above the
+# last one of @$ids and appends it; returns how far (seconds) the ID's
+# timestamp lies ahead of the true time.  With checked => 1 the insert's
+# success is a test of its own (undef when it failed).
+sub insert
+{
+	my ($node, $ids, $phase, %opt) = @_;
+	my ($ret, $id, $err) =
+	  $node->psql('postgres', "INSERT INTO t (phase) VALUES ('$phase') RETURNING id");
+	if ($opt{checked})
+	{
+		is($ret, 0, "$phase: snowflake_nextval() succeeds") or diag($err);
+		return undef if $ret != 0;
+	}
+	die "$phase: the insert failed: $err" if $ret != 0;
+	my $at = $node->safe_psql('postgres',
+		"SELECT extract(epoch FROM snowflake_timestamp($id))");
+	cmp_ok($id, '>', $ids->[-1], "$phase: the ID is above the one before") if @$ids;
+	push @$ids, $id;
+	return $at - Time::HiRes::time();
+}
+
+# Checks that no ID of @$ids occurs twice and, given $node, that t holds a
+# row for each (every insert succeeded).
+sub check_ids
+{
+	my ($ids, $node) = @_;
+	my %seen;
+	$seen{$_}++ for @$ids;
+	is(scalar(grep { $seen{$_} > 1 } keys %seen), 0, 'no ID occurs twice');
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM t'),
+		scalar(@$ids), 'every call succeeded')
+	  if $node;
+	return;
+}
+
+# Columns of the node's snowflake_status().
+sub status
+{
+	my ($node, $columns) = @_;
+	return $node->safe_psql('postgres', "SELECT $columns FROM snowflake_status()");
+}
+
+# Waits until $condition on snowflake_status() holds, or dies with $what.
+sub wait_status
+{
+	my ($node, $condition, $what) = @_;
+	$node->poll_query_until('postgres', "SELECT $condition FROM snowflake_status()")
+	  or die "$what, on node " . $node->name;
+	return;
+}
+
+# Returns once $seconds of real time have passed since $since: a
+# confirmation is a duration, so a test waits for it, not for a state.
+sub wait_until
+{
+	my ($since, $seconds) = @_;
+	my $left = $since + $seconds - Time::HiRes::time();
+	Time::HiRes::sleep($left) if $left > 0;
+	return;
 }
 
 1;

@@ -14,8 +14,7 @@ use Test::More;
 our @EXPORT = qw(start_lease_client wait_for_lease wait_for_holding finish_lease_client
   read_ids lease_settings lease_node_settings);
 
-# The database the clients connect to (any database with the extension
-# leases from the server's one lease table).
+# The database the clients connect to (leases are the server's).
 our $database = 'postgres';
 
 # The settings of a node that leases worker ids, for SnowflakeTest::new_node's
@@ -33,12 +32,10 @@ sub lease_node_settings
 	return SnowflakeTest::node_conf(%{ lease_settings(@_) });
 }
 
-# Starts the client against $node's database $database as holder $name,
-# its IDs in "$tmp_check/$name.ids".  @args are further options
-# (--ttl, --count, --rate, --hold-ms, --no-release, --clock-offset-ms,
-# --wait-stdin, --acquire-in).  The client's stdin is a pipe that stays open
-# until finish_lease_client(), so a client started with --wait-stdin keeps
-# its lease (renewing) until then: a gate that needs no timing.
+# Starts the client against $node's $database as holder $name, its IDs in
+# "$tmp_check/$name.ids", with options @args (--ttl, --count, --wait-stdin,
+# ...).  Its stdin stays open until finish_lease_client(): a client started
+# with --wait-stdin keeps its lease until then, a gate that needs no timing.
 # Returns a hash: name, ids (the file), stdin, stdout, stderr, harness.
 sub start_lease_client
 {

@@ -1,9 +1,7 @@
-# SnowflakeLeaseFile: reads and rewrites $PGDATA/snowflake.lease_state of a
-# stopped server, for the TAP tests of damaged files, of version 1.5's
-# format, and of a machine restart (another boot id in the header).  The
-# layout is src/pg/leases/lease_table.hpp's: 512-byte blocks, block n the
-# lease state of worker id n, block 0 the header; each with a CRC-32C of its
-# bytes before the CRC, as PostgreSQL's pg_crc32c computes it.
+# SnowflakeLeaseFile: reads and rewrites a stopped server's
+# snowflake.lease_state, laid out as src/pg/leases/lease_table.hpp says:
+# 512-byte blocks, block 0 the header, block n worker id n's state, each
+# with a CRC-32C (PostgreSQL's pg_crc32c) of its bytes before the CRC.
 package SnowflakeLeaseFile;
 
 use strict;
@@ -11,16 +9,17 @@ use warnings;
 use Exporter 'import';
 
 our @EXPORT = qw(lease_file read_lease_header write_lease_header lease_block
-  write_lease_block rewrite_as_v15 crc32c);
+  write_lease_block crc32c);
 
 use constant BLOCK => 512;
-use constant HEADER_MAGIC => 0x534c4832;        # "SLH2"
-use constant HEADER_MAGIC_V15 => 0x534c4831;    # "SLH1", version 1.5
+use constant HEADER_MAGIC => 0x534c4833;        # "SLH3"
 use constant EMPTY_MAGIC => 0x534c4530;         # "SLE0", a worker id never leased
 
-# LeaseFileHeader: magic, clean, settle, blocks, last_token, last_change,
-# boot_id[40], then the CRC at offset 72.
-my $header_format = 'L< L< L< L< q< Q< a40';
+# LeaseFileHeader: magic, clean, settle, blocks, node_id, padding,
+# last_token, last_change, boot_id[40], then the CRC at offset 80.
+my $header_format = 'L< L< L< L< l< l< q< Q< a40';
+my @header_fields =
+  qw(magic clean settle blocks node_id padding last_token last_change boot_id);
 
 my @crc_table = map {
 	my $c = $_;
@@ -72,11 +71,10 @@ sub read_lease_header
 	my ($path) = @_;
 	my $block = lease_block($path, 0);
 	my %h;
-	@h{qw(magic clean settle blocks last_token last_change boot_id)} =
-	  unpack $header_format, $block;
+	@h{@header_fields} = unpack $header_format, $block;
 	$h{boot_id} =~ s/\0+$//;
-	$h{crc} = unpack 'L<', substr($block, 72, 4);
-	$h{crc_ok} = $h{crc} == crc32c(substr($block, 0, 72));
+	$h{crc} = unpack 'L<', substr($block, 80, 4);
+	$h{crc_ok} = $h{crc} == crc32c(substr($block, 0, 80));
 	return \%h;
 }
 
@@ -85,27 +83,9 @@ sub write_lease_header
 {
 	my ($path, %changes) = @_;
 	my %h = (%{ read_lease_header($path) }, %changes);
-	my $bytes = pack $header_format,
-	  @h{qw(magic clean settle blocks last_token last_change boot_id)};
+	my $bytes = pack $header_format, @h{@header_fields};
 	write_lease_block($path, 0,
-		$bytes . pack('L<', crc32c($bytes)) . ("\0" x (BLOCK - 76)));
-	return;
-}
-
-# Rewrites the file as version 1.5 wrote it: its header (magic, clean, CRC
-# of the two) and zeros in every block of a worker id never leased.
-sub rewrite_as_v15
-{
-	my ($path, $clean) = @_;
-	my $blocks = (-s $path) / BLOCK;
-	for my $n (1 .. $blocks - 1)
-	{
-		write_lease_block($path, $n, "\0" x BLOCK)
-		  if unpack('L<', lease_block($path, $n)) == EMPTY_MAGIC;
-	}
-	my $bytes = pack 'L< L<', HEADER_MAGIC_V15, $clean;
-	write_lease_block($path, 0,
-		$bytes . pack('L<', crc32c($bytes)) . ("\0" x (BLOCK - 12)));
+		$bytes . pack('L<', crc32c($bytes)) . ("\0" x (BLOCK - 84)));
 	return;
 }
 

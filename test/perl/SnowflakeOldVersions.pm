@@ -1,22 +1,11 @@
-# SnowflakeOldVersions: databases at versions older than the library's, for
-# the tests that need them.
-#
-# The shipped files cannot install an older version any more: the install
-# scripts of 1.0 to 1.4 only raise an error.  relocated_install() makes a
-# private copy of the PostgreSQL installation the tests run against (the one
-# whose pg_config is first on PATH) whose only difference is the first
-# release's install script, test/fixtures/snowflake--1.0.sql, in place of
-# the refusing one.  There CREATE EXTENSION snowflake VERSION '1.0', then
-# ALTER EXTENSION snowflake UPDATE TO 'X' with the shipped update scripts,
-# gives a database at X.
-#
-# PostgreSQL finds its share and library directories relative to the real
-# location of its binaries, so the bin directory is copied, not linked.
-# Everything else is linked, down to the extension directory, which is a
-# directory of links but for snowflake--1.0.sql.  The layout is taken from
-# pg_config, so Debian's split one (usr/lib/postgresql/NN/bin,
-# usr/share/postgresql/NN) and a single prefix (bin, lib, share under one
-# directory) both work.
+# SnowflakeOldVersions: databases at versions older than the library's.
+# relocated_install() makes a private copy of the installation on PATH with
+# the first release's script, test/fixtures/snowflake--1.0.sql, added, so that
+# CREATE EXTENSION snowflake VERSION '1.0' and the shipped update scripts give
+# a database at any version.  PostgreSQL finds its share and library
+# directories relative to its binaries' real location: bin is copied, the rest
+# linked (the extension directory as a directory of links), following
+# pg_config's layout, Debian's or a single prefix.
 package SnowflakeOldVersions;
 
 use strict;
@@ -308,79 +297,6 @@ sub catalog_differences
 		map { ($_->[1] ? '+ ' : '- ') . $_->[0] }
 		  sort { $key->($a->[0]) cmp $key->($b->[0]) || $a->[1] <=> $b->[1] || $a->[0] cmp $b->[0] }
 		  @lines);
-}
-
-# A table public.snowflake_worker_leases with the columns of 1.4's, whose
-# row type 1.4's SECURITY DEFINER code used: what an attacker plants in a
-# renamed schema public.  SQL, for the tests of that attack.
-our $lookalike_lease_table = q{
-CREATE TABLE public.snowflake_worker_leases (
-    node_id integer, worker_id integer, token bigint, holder text, holder_role name,
-    client_addr inet, application_name text, backend_pid integer, backend_start timestamptz,
-    instance_id uuid, ttl interval, window_ms bigint, layout text, granted_at timestamptz,
-    renewed_at timestamptz, not_before_ms bigint, not_after_ms bigint, last_timestamp_ms bigint,
-    released_at timestamptz);
-};
-
-# The running layout of $node's database $db as 1.4's lease rows name it:
-# "epoch_ms/node_bits/worker_bits/sequence_bits".
-sub v14_layout
-{
-	my ($node, $db) = @_;
-	return $node->safe_psql($db,
-		q{SELECT (extract(epoch FROM epoch) * 1000)::bigint || '/' || node_bits || '/' || worker_bits
-		         || '/' || sequence_bits FROM snowflake_status()});
-}
-
-# Inserts rows into the 1.4 table snowflake_worker_leases of $node's
-# database $db; each row is a VALUES list of the columns below, in order.
-sub insert_v14_leases
-{
-	my ($node, $db, @rows) = @_;
-	$node->safe_psql($db, 'INSERT INTO snowflake_worker_leases
-       (node_id, worker_id, token, holder, holder_role, backend_pid, backend_start, instance_id,
-        ttl, window_ms, layout, granted_at, renewed_at, not_before_ms, not_after_ms,
-        last_timestamp_ms, released_at) VALUES ' . join(",\n", @rows));
-	return;
-}
-
-# A node of this library whose databases @databases (the first one holds
-# the leases) are at 1.4, with $workers lease worker ids.  Returns a hash:
-# node, layout (as 1.4's rows name it), first (the first lease worker id),
-# now_ms (the database's clock at the start).
-sub v14_lease_fixture
-{
-	my ($name, $workers, @databases) = @_;
-	my $top = $ENV{TESTDIR} // '.';
-	my $node = SnowflakeTest::new_node($name,
-		install => [ install_path => relocated_install($name) ],
-		conf => slurp_file("$top/test/conf/regress.conf") . "snowflake.lease_workers = $workers\n");
-	for my $db (@databases)
-	{
-		$node->safe_psql('postgres', "CREATE DATABASE $db");
-		$node->safe_psql($db,
-			"CREATE EXTENSION snowflake VERSION '1.0'; ALTER EXTENSION snowflake UPDATE TO '1.4'");
-	}
-	return {
-		node => $node,
-		layout => v14_layout($node, $databases[0]),
-		first => $node->safe_psql($databases[0],
-			"SELECT (1 << worker_bits) - $workers FROM snowflake_status()"),
-		now_ms => $node->safe_psql($databases[0],
-			'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint') };
-}
-
-# A 1.4 lease row (a VALUES list for insert_v14_leases) of the fixture $f's
-# worker id first + $w: token, window (not_before, not_after) in ms from
-# now_ms, held by $holder, granted $ago ms ago, one-hour ttl.
-sub v14_lease_row
-{
-	my ($f, $w, $token, $from, $to, $holder, $ago) = @_;
-	return sprintf(
-		"(0, %d, %s, '%s', current_user, NULL, NULL, NULL, interval '1 hour', 3600000, "
-		  . "'%s', now() - interval '%d ms', now(), %d, %d, NULL, NULL)",
-		$f->{first} + $w, $token, $holder, $f->{layout}, $ago,
-		$f->{now_ms} + $from, $f->{now_ms} + $to);
 }
 
 1;

@@ -1,30 +1,10 @@
 # SnowflakePglogical: a two-node bidirectional pglogical cluster for TAP
-# tests, set up the way docs/multi-primary.md describes.
-#
-#   my ($node1, $node2) = SnowflakePglogical::create_pair();
-#   SnowflakePglogical::run_on_both([ $node1, $node2 ], 'CREATE TABLE ...');
-#   SnowflakePglogical::connect_pair([ $node1, $node2 ], qw(items lines));
-#   ... inserts on both ...
-#   SnowflakePglogical::wait_caught_up([ $node1, $node2 ]);
-#   is(SnowflakePglogical::conflicts($node1), 0, ...);
-#
-# Node N is named "nodeN", runs with snowflake.node_id = N, and replicates
-# its database "app" to the other node: a pglogical node "nodeN", the
-# default replication set, and a subscription "from_nodeM" to the other
-# node, with forward_origins '{}' so that nothing loops.  Everything runs
-# on Unix sockets.
-#
-# One step differs from the guide: snowflake.database is set to "app" only
-# once the subscriptions replicate, followed by a restart (see
-# register_nodes()).
-#
-# pglogical applies rows in a session with session_replication_role =
-# replica, and resolves a conflict (a remote INSERT whose key exists, a
-# remote UPDATE or DELETE whose row does not) by its
-# pglogical.conflict_resolution, logging it at pglogical.conflict_log_level
-# (LOG by default) as "CONFLICT: remote INSERT on relation ... (local index
-# ...). Resolution: ...".  conflicts() counts those lines; the nodes log
-# them at WARNING here so that they stand out.
+# tests, set up by docs/multi-primary.md's recipe: node N is "nodeN" with
+# snowflake.node_id N, database "app" in the default replication set and a
+# subscription "from_nodeM" (forward_origins '{}'), on Unix sockets.  Unlike
+# the guide, snowflake.database is set to "app" only once the subscriptions
+# replicate (register_nodes()).  Conflicts pglogical resolves are logged at
+# WARNING here as "CONFLICT: remote ..."; conflicts() counts them.
 package SnowflakePglogical;
 
 use strict;
@@ -38,12 +18,8 @@ use SnowflakeDocs;
 use SnowflakeTest;
 use SnowflakeTwoPrimaries;
 
-# Debian packages pglogical for PostgreSQL 15 only (test/install-deps.sh
-# installs it); test/install-pg-versions.sh builds it from Debian's source
-# into the servers it builds (17, 18), and there a failure to fetch or
-# build it is only a warning.  On a version other than 15 whose server has
-# no pglogical, a test that uses this module is skipped, saying why; on 15
-# its absence fails.
+# pglogical is required on 15 (Debian's package); elsewhere, built by
+# test/install-pg-versions.sh when it can be, its absence skips the test.
 {
 	chomp(my $sharedir = `pg_config --sharedir`);
 	die "pg_config on PATH did not answer" unless $sharedir ne '';
@@ -63,18 +39,12 @@ our $timeout = $PostgreSQL::Test::Utils::timeout_default;
 our $conflict_pattern =
   qr/CONFLICT: remote \w+ on relation|cannot apply conflicting row/;
 
-# The guide's recipe, docs/multi-primary.md ("A two-node cluster with
-# pglogical"): its blocks marked
-# <!-- run by: test/perl/SnowflakePglogical.pm NAME --> are read from the
-# page and run as they stand (by 012, 014 and 031), with the test's node
-# id, host and port in place of the guide's (node1 and node2 on 127.0.0.1,
-# ports 5433 and 5434).
+# The guide's blocks run as they stand, with the test's node id, host and
+# port in place of the guide's (127.0.0.1, ports 5433 and 5434).
 our $page = 'docs/multi-primary.md';
 
 # Where in each node's log the cluster was registered (register_nodes()):
-# the first run heartbeated in "app" before the subscriptions existed, so
-# each node may log one conflict for a row its peer never had (the guide
-# says so), before this point and never after it.
+# a conflict for a row of the first run may come before, never after.
 our %registered_at;
 my %guide_port = (node1 => 5433, node2 => 5434);
 
@@ -180,17 +150,11 @@ sub connect_pair
 	return;
 }
 
-# Points snowflake.database at "app" and restarts the nodes (both stopped,
-# then both started: an apply worker that failed to connect is retried
-# within seconds by a manager that just started), so that each
-# server's run registers itself in snowflake_nodes only now that the
-# subscriptions exist.  (The first run, under the default
-# snowflake.database = '', registered itself in "app" too; its rows stay
-# on their node, and its instance is gone after the restart.)  The registry inserts an instance's row once, at its
-# first heartbeat, and updates it from then on; a row inserted before the
-# other node subscribed never reaches it, and pglogical then skips every
-# later heartbeat of that row there as a conflict ("remote UPDATE ...
-# (tuple not found)"), so that node cannot see the instance.
+# Points snowflake.database at "app" and restarts both nodes, so that each
+# registers its instance only now that the subscriptions exist: a row
+# inserted before would never reach the peer, and pglogical would skip its
+# later heartbeats there as conflicts.  (Both stop, then both start: a
+# manager that just started retries a failed apply worker within seconds.)
 sub register_nodes
 {
 	my ($nodes) = @_;
@@ -224,11 +188,9 @@ sub registered_offset
 
 # Waits until every subscription of $node is "replicating".
 #
-# pglogical's manager restarts an apply worker that exited with an error
-# (say, because the provider restarted or crashed) only when it wakes up,
-# and while it has nothing to do its sleep doubles up to 3 minutes.  A
-# subscription still down after $nudge_after seconds is therefore disabled
-# and enabled, which wakes the manager, as an operator would.
+# pglogical's manager restarts a failed apply worker only when it wakes (its
+# idle sleep doubles up to 3 minutes): a subscription still down after
+# $nudge_after seconds is disabled and enabled, as an operator would.
 our $nudge_after = 10;
 
 sub wait_replicating
@@ -278,8 +240,8 @@ sub wait_caught_up
 	return;
 }
 
-# The conflicts pglogical reported in $node's log from byte $offset on (by
-# default, since the cluster was registered).
+# The conflicts pglogical reported in $node's log from byte $offset on
+# (default: since the cluster was registered), and how many.
 sub conflict_lines
 {
 	my ($node, $offset) = @_;
@@ -287,8 +249,6 @@ sub conflict_lines
 	return grep { /$conflict_pattern/ } split /\n/, $log;
 }
 
-# How many conflicts pglogical reported in $node's log from byte $offset on
-# (by default, since the cluster was registered).
 sub conflicts
 {
 	my ($node, $offset) = @_;
@@ -304,12 +264,9 @@ sub digest
 	return SnowflakeTwoPrimaries::digest(@_);
 }
 
-# Kills $node's postmaster with SIGKILL and waits until every process of
-# the server has exited (they notice the postmaster's death by themselves)
-# and the postmaster is reaped, so that the server can start again: a
-# postmaster refuses to start while the PID in postmaster.pid exists, as a
-# zombie too.  The server's processes are those whose working directory is
-# the data directory.
+# Kills $node's postmaster with SIGKILL and waits until every process of the
+# server (cwd in the data directory) has exited and the postmaster is
+# reaped: a start is refused while postmaster.pid's PID exists.
 sub kill9_and_wait
 {
 	my ($node) = @_;

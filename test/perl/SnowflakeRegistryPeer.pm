@@ -1,12 +1,6 @@
-# SnowflakeRegistryPeer: a node whose registry runs often and refuses IDs
-# on a collision, and a running peer with its node id faked in
-# snowflake_nodes (a row whose beat count keeps growing, as replication
-# from a live instance would make it), for the registry tests 021, 032 and
-# 047.
-#
-#   my $node = SnowflakeRegistryPeer::registry_node('name', 'snowflake.database' => 'postgres');
-#   my $beating = SnowflakeRegistryPeer::start_peer($node, host => ...);
-#   ok($node->poll_query_until('postgres', 'SELECT node_collision FROM snowflake_status()'));
+# SnowflakeRegistryPeer: a node whose registry runs often and refuses IDs on
+# a collision, and a running peer with its node id faked in snowflake_nodes
+# (its beat count growing, as replication from a live instance would make it).
 package SnowflakeRegistryPeer;
 
 use strict;

@@ -1,13 +1,10 @@
 # SnowflakeStandby: a primary that preloads snowflake with streaming
-# standbys, and the load the failover tests put on it: sessions committing
-# rows of "ids" and sessions streaming IDs to their client, whose IDs the
-# test then checks.  Used by 009, 010, 011, 016, 022, 037 and 043.
+# standbys, and the failover tests' load on it: sessions committing rows of
+# "ids" and sessions streaming IDs to their client.
 #
 #   my ($primary, $standby) = SnowflakeStandby::primary_with_standbys(
 #       sql => $SnowflakeStandby::ids_schema);
-#   ok(SnowflakeStandby::make_synchronous($primary), ...);
 #   my @runs = SnowflakeStandby::start_load($primary, $dir, inserters => 3, streamers => 2);
-#   ... the primary is lost ...
 #   my ($streamed, $max) = SnowflakeStandby::check_streams($dir, 2);
 package SnowflakeStandby;
 
@@ -19,9 +16,8 @@ use Test::More;
 use SnowflakeClock;
 use SnowflakeTest;
 
-# The table the load commits to, and the procedure that commits it: CALL
-# generate(s) commits batches of 100 rows of session s, numbered in call
-# order, until it is ended.
+# The table the load commits to; CALL generate(s) commits batches of 100
+# rows of session s, numbered in call order, until it is ended.
 our $ids_schema = q{
 CREATE TABLE ids (
     id      bigint PRIMARY KEY DEFAULT snowflake_nextval(),
@@ -42,15 +38,13 @@ BEGIN
 END $$;
 };
 
-# A query that returns rows for ever, generate_series() in the select list,
-# not in FROM, where its result would be materialized before the first row.
+# Rows for ever: generate_series() in the select list is not materialized.
 our $endless = '(SELECT generate_series(1, 1000000000)) AS g';
 
-# Returns a started primary "primary" (allows_streaming, snowflake preloaded
-# with %opt{settings} and %opt{conf} as in SnowflakeTest::new_node, the
-# extension created in "postgres", then %opt{sql} run there) and a standby
-# of it for each name of %opt{standbys} (default: "standby"), made from one
-# base backup and started unless start_standbys => 0.
+# Returns a started primary "primary" (%opt{settings} and %opt{conf} as in
+# SnowflakeTest::new_node, the extension and %opt{sql} in "postgres") and a
+# standby from one base backup for each name of %opt{standbys} (default
+# "standby"), started unless start_standbys => 0.
 sub primary_with_standbys
 {
 	my (%opt) = @_;
@@ -86,8 +80,8 @@ SELECT count(*) = 1 FROM pg_stat_replication WHERE sync_state = 'sync'});
 }
 
 # Starts $node (stopped) under libfaketime $seconds behind the real clock,
-# and checks that a new session there sees it so.  The margin grows with the
-# query's round trip, which a loaded machine can stretch past a second.
+# and checks that a new session sees it so (the margin grows with the query's
+# round trip).
 sub start_behind
 {
 	my ($node, $seconds, $margin, $what) = @_;
@@ -106,11 +100,9 @@ sub check_behind
 	return;
 }
 
-# Starts the load on $node in the background (SnowflakeTest::start_psql,
-# output in $dir): %opt{inserters} sessions "insert_N" that CALL
-# generate(N), and %opt{streamers} sessions "stream_N" that stream IDs to
-# their client through a cursor, so that IDs reach it while they are made.
-# Returns the harnesses.
+# Starts in the background (output in $dir) %opt{inserters} sessions
+# "insert_N" that CALL generate(N) and %opt{streamers} sessions "stream_N"
+# that stream IDs to their client through a cursor; returns the harnesses.
 sub start_load
 {
 	my ($node, $dir, %opt) = @_;
@@ -142,11 +134,10 @@ sub wait_reservations
 		'SELECT reservations > 0 FROM snowflake_status()');
 }
 
-# Reads the IDs each of the $streamers streams in $dir saw (whole lines
-# only) and checks that they strictly increase, one check a stream, after
-# one that the stream saw any if %opt{nonempty} names where from.  The IDs
-# are copied to the file %opt{into}, if given.  Returns how many IDs the
-# streams saw and the largest.
+# Checks that the IDs each of the $streamers streams in $dir saw (whole lines)
+# strictly increase, after a check that it saw any if %opt{nonempty} names
+# where from; copies them to %opt{into} if given.  Returns their count and
+# the largest.
 sub check_streams
 {
 	my ($dir, $streamers, %opt) = @_;
@@ -186,21 +177,12 @@ sub check_streams
 sub nextval_verbose
 {
 	my ($node) = @_;
-	my ($stdout, $stderr);
-	my $rc = $node->psql(
-		'postgres', q(
-\set VERBOSITY verbose
-SELECT snowflake_nextval();
-),
-		stdout => \$stdout,
-		stderr => \$stderr);
-	return ($rc, $stdout, $stderr);
+	return $node->psql('postgres', "\\set VERBOSITY verbose\nSELECT snowflake_nextval();");
 }
 
-# Runs snowflake_nextval() on $node, which is in recovery, with VERBOSITY
-# verbose, and checks that it fails with SQLSTATE 25006 and the documented
-# message and issues nothing ($where names the node in the checks' names:
-# "on the hot standby").  Returns its stderr, for more checks.
+# Checks that snowflake_nextval() on $node, in recovery, fails with 25006 and
+# the documented message and issues nothing ($where, e.g. "on the hot
+# standby", goes into the checks' names).  Returns its stderr.
 sub check_nextval_refused
 {
 	my ($node, $where, $issues_nothing) = @_;

@@ -4,6 +4,7 @@ package SnowflakeTest;
 use strict;
 use warnings;
 use IPC::Run;
+use POSIX ();
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -155,6 +156,129 @@ sub wait_until
 		Time::HiRes::usleep(50_000);
 	}
 	return 1;
+}
+
+# Shared by 036-084
+
+# Runs @command in the background in a process group of its own (so that
+# it and what it starts can be killed at once), its output appended to $log,
+# %$env added to its environment.  Returns its pid, the group's leader.
+sub start_service
+{
+	my ($log, $env, @command) = @_;
+	my $pid = fork();
+	die "could not fork: $!" unless defined $pid;
+	return $pid if $pid;
+	POSIX::setsid();
+	%ENV = (%ENV, %$env);
+	open STDIN, '<', '/dev/null' or POSIX::_exit(126);
+	open STDOUT, '>>', $log or POSIX::_exit(126);
+	open STDERR, '>&', \*STDOUT or POSIX::_exit(126);
+	exec(@command) or POSIX::_exit(127);
+}
+
+# Sends $signal to the service $pid and waits up to 30 s for it to exit;
+# if it has not, kills its process group (SIGKILL) and reaps it.
+sub stop_service
+{
+	my ($pid, $signal) = @_;
+	kill $signal, $pid;
+	my $deadline = Time::HiRes::time() + 30;
+	Time::HiRes::sleep(0.1)
+	  while waitpid($pid, POSIX::WNOHANG()) == 0 && Time::HiRes::time() < $deadline;
+	if (waitpid($pid, POSIX::WNOHANG()) == 0)
+	{
+		kill 'KILL', -$pid;
+		waitpid $pid, 0;
+	}
+	return;
+}
+
+# Waits until $node's registry completed rounds for 0.6 s after now: one
+# check.
+sub wait_registry_round
+{
+	my ($node) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my $since = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
+	ok( $node->poll_query_until(
+			'postgres',
+			qq{SELECT registry_last_round > '$since'::timestamptz + interval '0.6 s'
+			     FROM snowflake_status()}),
+		$node->name . ': the registry completed rounds since');
+	return;
+}
+
+# Polls $query on $node's "postgres" for up to $seconds (not the default
+# 180 s, so that a stalled worker fails the test rather than outlasting it);
+# true once it returns 't'.
+sub true_within
+{
+	my ($node, $query, $seconds) = @_;
+	my $end = Time::HiRes::time() + $seconds;
+	while (Time::HiRes::time() < $end)
+	{
+		return 1 if $node->safe_psql('postgres', $query) eq 't';
+		Time::HiRes::sleep(0.2);
+	}
+	return 0;
+}
+
+# Shared by 001-035
+
+# Writes $text to $file, replacing what it held.
+sub write_file
+{
+	my ($file, $text) = @_;
+	open my $fh, '>', $file or die "could not write $file: $!";
+	print $fh $text;
+	close $fh or die "could not close $file: $!";
+	return;
+}
+
+# A node, not started, whose postgresql.conf includes snowflake.conf last,
+# written by write_settings; %opt as new_node's.
+sub settings_node
+{
+	my ($name, %opt) = @_;
+	my $node = new_node($name, %opt, conf => "include 'snowflake.conf'\n", start => 0);
+	write_settings($node);
+	return $node;
+}
+
+# Replaces $node's snowflake.conf: the preload list (preload => ..., default
+# snowflake) and the snowflake.* %settings.
+sub write_settings
+{
+	my ($node, %settings) = @_;
+	my $preload = delete $settings{preload} // 'snowflake';
+	write_file($node->data_dir . '/snowflake.conf',
+		join('', "shared_preload_libraries = '$preload'\n",
+			map { "snowflake.$_ = '$settings{$_}'\n" } sort keys %settings));
+	return;
+}
+
+# Kills backend $pid with SIGKILL and waits until the server has restarted
+# (two checks); returns the log offset before the kill.
+sub crash_backend
+{
+	my ($node, $pid) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my $offset = -s $node->logfile;
+	ok(kill('KILL', $pid), "SIGKILL sent to backend $pid");
+	$node->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
+	# Polling earlier can fail: a psql that cannot connect exits unread.
+	$node->wait_for_log(qr/database system is ready to accept connections/, $offset);
+	ok($node->poll_query_until('postgres', 'SELECT true'),
+		'the server accepts connections again after the crash restart');
+	return $offset;
+}
+
+# A layout with 3 node and 7 worker bits as the server's messages name it.
+sub layout_text
+{
+	my ($epoch, $seq_bits) = @_;
+	return "epoch $epoch 00:00:00+00, 3 node bits, 7 worker bits, $seq_bits sequence bits";
 }
 
 1;

@@ -1,12 +1,9 @@
-# SnowflakeTwoPrimaries: what the tests of two primaries that replicate one
-# database to each other share, whatever replicates it (pglogical in 014,
-# PostgreSQL's own logical replication in 035): node N is named "nodeN" and
-# runs with snowflake.node_id = N, the subscription on the other node that
-# replicates nodeN's changes is "from_nodeN", and the database holds the
-# extension and snowflake_nodes is replicated.
+# SnowflakeTwoPrimaries: what the tests of two primaries replicating one
+# database to each other share (pglogical in 014, native logical replication
+# in 035): node N is "nodeN" with snowflake.node_id N, its changes reach the
+# other node through subscription "from_nodeN", snowflake_nodes replicates.
 #
-#   my $pair = SnowflakeTwoPrimaries->new([ $node1, $node2 ],
-#       wait_caught_up => sub { ... });    # default: native logical replication
+#   my $pair = SnowflakeTwoPrimaries->new([ $node1, $node2 ], wait_caught_up => sub { ... });
 #   $pair->check_heartbeats;
 #   $pair->check_tables('after the inserts', 'true', 'items');
 package SnowflakeTwoPrimaries;
@@ -40,9 +37,7 @@ $$;
 our $refusal = '55000: snowflake node_id 1 is also used by another running instance';
 
 # The pair of $nodes (node1, node2).  %opt: wait_caught_up, a sub that waits
-# until each node's subscriber has applied everything the node had written
-# when the wait began (default: wait_caught_up_native(), which waits as
-# wait_streaming() and then for each walsender to report the WAL applied).
+# until each subscriber applied what its node had written (default: native).
 sub new
 {
 	my ($class, $nodes, %opt) = @_;
@@ -72,9 +67,8 @@ sub number
 	return $n;
 }
 
-# The subscription on the other node that replicates $node's changes (with
-# native logical replication, also the application_name of its walsender on
-# $node).
+# The subscription on the other node that replicates $node's changes (and,
+# natively, its walsender's application_name).
 sub sub_of
 {
 	my ($node) = @_;
@@ -100,9 +94,8 @@ sub instance
 	return $node->safe_psql($db, 'SELECT instance_id FROM snowflake_status()');
 }
 
-# A digest of a table's rows: count, sum of ids, and md5 of all rows
-# ordered by id (each row as text).  Equal on two nodes: same data.
-# $dbname defaults to "app".
+# A digest of a table's rows in $dbname (default "app"): count, sum of ids,
+# md5 of the rows ordered by id.
 sub digest
 {
 	my ($node, $table, $dbname) = @_;
@@ -178,9 +171,8 @@ sub wait_collision
 	return Time::HiRes::time - $start;
 }
 
-# Node 2 runs with node 1's id now, and each node's log from $offsets->[i]
-# on has (or will have) the registry's WARNING: checks that its DETAIL names
-# the other node's instance and port.
+# With node 2 on node 1's id, checks that each node's registry WARNING (log
+# from $offsets->[i]) names the other node's instance and port.
 sub check_collision_warnings
 {
 	my ($self, $offsets) = @_;
@@ -201,10 +193,8 @@ sub check_collision_warnings
 	return %instance_now;
 }
 
-# With both nodes on node id 1: under on_node_collision = warn each node
-# issues IDs; then with error (ALTER SYSTEM and a reload) snowflake_nextval()
-# fails, $insert (an INSERT whose key defaults to it) inserts nothing, and
-# the error has SQLSTATE 55000 (and the HINT, if $hint).
+# With both nodes on node id 1: under on_node_collision = warn IDs are issued;
+# with error, snowflake_nextval() and $insert fail with 55000 (and the HINT).
 sub check_collision_policies
 {
 	my ($self, $insert, $hint) = @_;
@@ -219,12 +209,7 @@ sub check_collision_policies
 		my $name = $node->name;
 		ok($node->poll_query_until($db, 'SELECT try_nextval()', $refusal),
 			"$name: with on_node_collision = error, snowflake_nextval() fails");
-		my ($stdout, $stderr);
-		$node->psql(
-			$db, qq(\\set VERBOSITY verbose
-$insert RETURNING id;),
-			stdout => \$stdout,
-			stderr => \$stderr);
+		my (undef, $stdout, $stderr) = $node->psql($db, "\\set VERBOSITY verbose\n$insert RETURNING id;");
 		is($stdout, '', "$name: no row is inserted");
 		like($stderr, qr/ERROR:  \Q$refusal\E$/m, "$name: the error and SQLSTATE 55000");
 		like(
@@ -236,9 +221,8 @@ $insert RETURNING id;),
 	return;
 }
 
-# Both nodes hold the same rows of @tables after catch-up, and the IDs of
-# the rows $where selects decode to the node in "origin" (no decode check
-# when $where is undef: serial keys are not snowflake IDs).
+# Both nodes hold the same rows of @tables after catch-up, and the IDs of the
+# rows $where selects (undef: none) decode to the node in "origin".
 sub check_tables
 {
 	my ($self, $what, $where, @tables) = @_;
@@ -262,9 +246,8 @@ SELECT count(*) FROM $table AS t, snowflake_decode(t.id) AS d
 
 # --- serial keys converted on both nodes ---------------------------------------------
 
-# The tables "legacy" and "legacy_lines" with serial keys, kept apart on
-# node $n the usual pre-snowflake way: node 1 issues odd values, node 2
-# even ones.
+# The tables "legacy" and "legacy_lines" with serial keys, odd on node 1 and
+# even on node 2 (node $n).
 sub legacy_schema
 {
 	my ($n) = @_;
@@ -305,9 +288,7 @@ INSERT INTO legacy_lines (legacy_id, origin) SELECT id, $n FROM l;
 	return;
 }
 
-# Converts the keys of legacy and legacy_lines on $node with
-# snowflake_convert_column() (DDL does not replicate), checking what it
-# reports.
+# Converts the keys of legacy and legacy_lines on $node, checking the report.
 sub convert_legacy
 {
 	my ($node) = @_;

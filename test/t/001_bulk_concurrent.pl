@@ -9,7 +9,6 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use Test::More;
-use IPC::Run;
 
 my $sessions = 4;
 my $statements = 5;                 # per session
@@ -19,63 +18,19 @@ my $total_rows = $sessions * $statements * $rows_per_statement;
 # The lock the sessions queue on so that they all start at the same moment.
 my $start_gate = 4242;
 
-# Builds the psql script of one session: wait at the gate, log the start,
-# insert in several statements, log the end.
+# One session's psql script: wait at the gate, log the start, insert in
+# several statements, log the end.
 sub session_script
 {
 	my ($session) = @_;
 	my $script = "SELECT pg_advisory_lock_shared($start_gate);\n"
 	  . "SELECT pg_advisory_unlock_shared($start_gate);\n"
 	  . "INSERT INTO session_log VALUES ($session, clock_timestamp(), NULL);\n";
-	for my $stmt (1 .. $statements)
-	{
-		$script .=
-		    "INSERT INTO bulk (session, stmt, n) "
-		  . "SELECT $session, $stmt, g "
-		  . "FROM generate_series(1, $rows_per_statement) AS g;\n";
-	}
-	$script .= "UPDATE session_log SET finished = clock_timestamp() "
-	  . "WHERE session = $session;\n";
-	return $script;
-}
-
-# Starts one psql per session in the background; each reads its script from
-# a file and writes its output to files, so no pipe needs pumping.
-sub start_sessions
-{
-	my ($node) = @_;
-	my $dir = PostgreSQL::Test::Utils::tempdir();
-	my @runs;
-	for my $session (1 .. $sessions)
-	{
-		my $file = "$dir/session_$session.sql";
-		append_to_file($file, session_script($session));
-		my @cmd = (
-			$node->installed_command('psql'), '-XAtq', '-v', 'ON_ERROR_STOP=1',
-			'-d', $node->connstr('postgres'), '-f', $file);
-		push @runs,
-		  {
-			session => $session,
-			stderr => "$dir/session_$session.err",
-			run => IPC::Run::start(
-				\@cmd, '>', "$dir/session_$session.out",
-				'2>', "$dir/session_$session.err")
-		  };
-	}
-	return @runs;
-}
-
-# Waits for every session to exit and reports each one's success.
-sub finish_sessions
-{
-	my @runs = @_;
-	for my $r (@runs)
-	{
-		my $ok = $r->{run}->finish;
-		ok($ok, "session $r->{session} ran all its statements")
-		  or diag(slurp_file($r->{stderr}));
-	}
-	return;
+	$script .= "INSERT INTO bulk (session, stmt, n) SELECT $session, $_, g "
+	  . "FROM generate_series(1, $rows_per_statement) AS g;\n"
+	  for 1 .. $statements;
+	return $script
+	  . "UPDATE session_log SET finished = clock_timestamp() WHERE session = $session;\n";
 }
 
 my $node = SnowflakeTest::new_node('bulk', settings => { max_wal_size => '2GB' },
@@ -97,17 +52,18 @@ CREATE TABLE session_log (
 });
 
 # Close the gate, start the sessions, and open it once all four queue on it.
-my $gate = $node->background_psql('postgres');
-$gate->query_safe("SELECT pg_advisory_lock($start_gate)");
-my @runs = start_sessions($node);
-ok( $node->poll_query_until(
-		'postgres', qq{
-SELECT count(*) = $sessions FROM pg_locks
- WHERE locktype = 'advisory' AND objid = $start_gate AND NOT granted}),
-	'all sessions wait at the start gate');
-$gate->query_safe("SELECT pg_advisory_unlock($start_gate)");
-$gate->quit;
-finish_sessions(@runs);
+my $dir = PostgreSQL::Test::Utils::tempdir();
+my %gate = (bulk => $node->background_psql('postgres'));
+$gate{bulk}->query_safe("SELECT pg_advisory_lock($start_gate)");
+my @runs;
+for my $session (1 .. $sessions)
+{
+	my $name = "session_$session";
+	append_to_file("$dir/$name.sql", session_script($session));
+	push @runs,
+	  { name => $name, run => SnowflakeTest::start_psql($node, $dir, $name, '-f', "$dir/$name.sql") };
+}
+SnowflakeTest::open_gates([$node], 'postgres', $start_gate, $sessions, \%gate, \@runs, $dir);
 
 # The sessions overlapped: some instant lies inside every session's run.
 is( $node->safe_psql(

@@ -1,11 +1,7 @@
-# Backends that end abruptly while generating IDs.  Sessions are ended with
-# pg_terminate_backend() in the middle of a statement that generates IDs:
-# their worker slot and its advisory lock are released, and the next holder
-# of the slot continues above everything the old holder issued.  Then a
-# backend is killed with SIGKILL, making the postmaster restart; every ID
-# issued after the restart is larger than every ID issued before it.  Over
-# the whole test, no ID the test has seen (committed rows and IDs returned to
-# the client) occurs twice.
+# Backends ended while generating IDs: after pg_terminate_backend() the slot
+# and its advisory lock are released and the next holder continues above; after
+# a SIGKILL crash restart every new ID is above every old one; no ID the test
+# saw (committed or returned) occurs twice.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -28,13 +24,9 @@ my %endless = (
 
 sub start_node
 {
-	# Two slots, so that slots are handed over between rounds.  With 10
-	# sequence bits a millisecond holds 1024 IDs, so a generating backend
-	# soon runs ahead of the clock, on a slow machine too.  The reservation
-	# runs 15 s past the newest ID, so that after the crash restart it
-	# still lies ahead of the clock when the first session generates,
-	# however slow a loaded machine makes the restart (with 1 s it once did
-	# not); max_drift 20 s lets IDs continue above it at once.
+	# Two slots, handed over between rounds; 1024 IDs a millisecond run
+	# ahead of the clock soon; a reservation 15 s ahead still lies ahead after
+	# a slow crash restart, and max_drift 20 s lets IDs continue above it.
 	my $node = SnowflakeTest::new_node(
 		'exits',
 		settings => {
@@ -114,9 +106,8 @@ SELECT (SELECT count(*) FROM snowflake_workers WHERE worker_id = $worker),
   FROM snowflake_status()});
 }
 
-# A psql whose server connection was cut while running a statement exits by
-# itself.  BackgroundPsql has no call for that (quit would write \q into a
-# closed pipe), so wait on its IPC::Run harness and read its stderr.
+# A psql whose connection was cut exits by itself (quit would write \q into a
+# closed pipe): wait on its IPC::Run harness and read its stderr.
 sub wait_psql_exit
 {
 	my ($session, $message, $what) = @_;
@@ -182,16 +173,7 @@ SELECT last_timestamp > clock_timestamp() + interval '500 ms'
 SELECT (extract(epoch FROM last_timestamp) * 1000)::bigint
   FROM snowflake_workers WHERE pid = $pid});
 
-	my $log_offset = -s $node->logfile;
-	ok(kill('KILL', $pid), "SIGKILL sent to backend $pid");
-	$node->wait_for_log(qr/all server processes terminated; reinitializing/,
-		$log_offset);
-	# Polling earlier can fail on its own: a psql that cannot connect exits
-	# before reading its query, and IPC::Run dies writing it.
-	$node->wait_for_log(qr/database system is ready to accept connections/,
-		$log_offset);
-	ok($node->poll_query_until('postgres', 'SELECT true'),
-		'the server accepts connections again after the crash restart');
+	SnowflakeTest::crash_backend($node, $pid);
 	wait_psql_exit($victim, qr/server closed the connection unexpectedly/,
 		'crash victim');
 	# The idle one notices nothing until it is asked for something.
@@ -203,13 +185,8 @@ SELECT (extract(epoch FROM last_timestamp) * 1000)::bigint
 sub all_seen_ids
 {
 	my ($node) = @_;
-	my @all = @returned;
-	for my $row (split /\n/,
-		$node->safe_psql('postgres', 'SELECT id, phase, round FROM seen'))
-	{
-		push @all, [ split /\|/, $row ];
-	}
-	return @all;
+	return (@returned,
+		map { [ split /\|/ ] } split /\n/, $node->safe_psql('postgres', 'SELECT id, phase, round FROM seen'));
 }
 
 sub duplicate_ids
@@ -250,10 +227,8 @@ my $node = start_node();
 # --- pg_terminate_backend while generating ---------------------------------
 # Two slots and three rounds: round 3 gets the slot round 1 was terminated
 # in, the least recently released one.
-my %worker_of_round;
-$worker_of_round{1} = terminate_round($node, 1, 'select');
-$worker_of_round{2} = terminate_round($node, 2, 'insert');
-$worker_of_round{3} = terminate_round($node, 3, 'select');
+my %worker_of_round = map { $_->[0] => terminate_round($node, @$_) } [ 1, 'select' ],
+  [ 2, 'insert' ], [ 3, 'select' ];
 is($worker_of_round{3}, $worker_of_round{1},
 	'round 3 re-claimed the slot terminated in round 1');
 

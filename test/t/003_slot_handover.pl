@@ -1,11 +1,7 @@
-# Worker-slot handover.  On a node with a single slot, a session that
-# attaches to the slot right after another one left it (by disconnecting, or
-# through snowflake_release_worker()) continues strictly after the old
-# holder's high-water mark, in the very same millisecond when the old holder
-# ran ahead of the clock; and a session that attaches while another holds
-# the slot shares it, continuing after the holder's last ID.  With more
-# slots, a released slot is handed out last: never used slots first, then
-# the least recently released one.
+# Worker-slot handover: a session taking a single slot after its holder left
+# (disconnect or snowflake_release_worker()) or while it is held continues
+# right after the holder's last ID, even ahead of the clock; with more slots,
+# never used slots go first, then the least recently released.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -40,14 +36,13 @@ SELECT (extract(epoch FROM ts) * 1000)::bigint, node_id, worker_id, seq
 sub burst
 {
 	my ($session) = @_;
-	my ($last, $ahead) = split /\|/, $session->query_safe(
+	return split /\|/, $session->query_safe(
 		qq{
 SELECT last,
        (extract(epoch FROM (snowflake_decode(last)).ts - clock_timestamp())
         * 1000)::bigint
   FROM (SELECT max(snowflake_nextval()) AS last
           FROM generate_series(1, $burst_size)) AS b});
-	return ($last, $ahead);
 }
 
 sub nextval
@@ -64,9 +59,7 @@ sub claimed_worker
 		'SELECT worker_id FROM snowflake_decode(snowflake_nextval())');
 }
 
-# Checks that $new_id is the ID right after $old_id under the same worker:
-# same millisecond and the next sequence number, or the next millisecond
-# and sequence 0 when the old one used the last sequence number.
+# Checks that $new_id is the ID right after $old_id under the same worker.
 sub continues_right_after
 {
 	my ($node, $old_id, $new_id, $what) = @_;
@@ -98,11 +91,8 @@ SELECT count(*) > 0 FROM pg_locks
 }
 
 # --- Single slot: handover by disconnecting -------------------------------
-#
-# With 8 sequence bits a burst spans 5.9 s of timestamps, more than the
-# 5 s max_drift: it ends up to max_drift ahead of the clock, which leaves
-# the next session seconds to attach before the clock catches up with the
-# mark, on a slow machine too.
+# A burst (5.9 s of timestamps at 8 sequence bits) ends max_drift ahead of
+# the clock, leaving the next session seconds to attach.
 my $single = start_node(
 	'single_slot',
 	'snowflake.worker_bits' => 0,
@@ -196,5 +186,4 @@ is(claimed_worker($t[2]), 1, 't3 gets worker 1, released before worker 0');
 is(claimed_worker($t[3]), 0, 't4 gets worker 0, the last released');
 $_->quit for @t;
 $two->stop;
-
 done_testing();

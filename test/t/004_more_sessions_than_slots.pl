@@ -1,13 +1,8 @@
-# More generating sessions than worker slots, as documented: with
-# snowflake.worker_bits = 1 there are two slots, and a third session's first
-# snowflake_nextval() attaches to the least-loaded one at once, without an
-# error or a wait.  Thirteen sessions spread evenly over the two slots, all
-# insert at the same time, and all get IDs: none repeats, and each
-# session's IDs strictly increase.  A session that attaches after a
-# slot's last session left (through snowflake_release_worker() or by
-# disconnecting) takes that slot and continues above its mark.  The server
-# notes at startup that the slots are fewer than max_connections.
-
+# More generating sessions than worker slots (worker_bits = 1, two slots):
+# extra sessions attach to the least-loaded slot at once, without error or
+# wait; thirteen concurrent sessions all get unique, per-session ascending
+# IDs; a session taking a slot its last session left continues above its
+# mark; the server notes at startup that slots are fewer than max_connections.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -23,9 +18,7 @@ my $start_gate = 4343;
 my $node = SnowflakeTest::new_node('slots', settings => { 'snowflake.worker_bits' => 1 },
 	extension => 'postgres');
 
-# Every ID any session issues goes into "issued", with its session and the
-# order it was issued in, to check that none repeats and each session's
-# IDs increase.
+# Every ID any session issues, in the order issued.
 $node->safe_psql(
 	'postgres', q{
 CREATE TABLE issued (n bigserial, session text NOT NULL, id bigint NOT NULL)});
@@ -102,7 +95,6 @@ sub largest_id
 }
 
 # --- startup note ------------------------------------------------------------
-
 my $max_connections = $node->safe_psql('postgres', 'SHOW max_connections');
 ok( $node->log_contains(
 		qr/LOG:  \Qsnowflake.worker_bits = 1 gives 2 worker slots, fewer than max_connections ($max_connections)\E\n.*DETAIL:  \QSessions beyond the slot count share slots, and with them the 4096 IDs per millisecond of a slot.\E/
@@ -112,20 +104,14 @@ ok(!$node->log_contains(qr/WARNING:.*worker slots/),
 	'and does not warn about it');
 
 # --- a third session shares a slot at once -----------------------------------
-
 my $holder1 = open_holder('holder1');
 my $holder2 = open_holder('holder2');
 is(slot_use(), '2|2|0', 'two holders take both slots, alone');
 is(held_worker_id($holder1), 0, 'holder1 has worker 0');
 is(held_worker_id($holder2), 1, 'holder2 has worker 1');
 
-my ($stdout, $stderr);
-$node->psql(
-	'postgres',
-	"\\set VERBOSITY verbose\n" . issue_one('oneshot') . ";\n",
-	stdout => \$stdout,
-	stderr => \$stderr,
-	on_error_stop => 0);
+my (undef, $stdout, $stderr) = $node->psql('postgres',
+	"\\set VERBOSITY verbose\n" . issue_one('oneshot') . ";\n", on_error_stop => 0);
 like($stdout, qr/^\d{6,}$/m, 'a third session gets an ID');
 is($stderr, '', 'without an error or a warning');
 is(decoded_worker_id($stdout =~ /^(\d+)$/m ? $1 : 0),
@@ -142,7 +128,6 @@ is(sessions_per_worker(), '0:1:1,1:2:2',
 	'snowflake_workers and pg_locks show both sessions of worker 1');
 
 # --- thirteen sessions on two slots, all inserting at once --------------------
-
 # Each session attaches, waits at the gate, then inserts its rows.
 my $gate = $node->background_psql('postgres');
 $gate->query_safe("SELECT pg_advisory_lock($start_gate)");
@@ -165,8 +150,7 @@ SELECT count(*) = $concurrent FROM pg_locks
 	'all concurrent sessions attached and wait at the gate');
 my $total = $concurrent + 3;
 is(slot_use(), "2|$total|2", "$total sessions attached to 2 slots");
-# From 1 and 2 sessions, newcomers go to the emptier slot, and on a tie to
-# worker 1, released less recently: 6 and 7.
+# Newcomers go to the emptier slot, on a tie to worker 1 (released earlier).
 is(sessions_per_worker(), '0:6:6,1:7:7',
 	'the least-loaded slot took each newcomer: 6 and 7 sessions');
 $gate->query_safe("SELECT pg_advisory_unlock($start_gate)");
@@ -192,7 +176,6 @@ ok($node->poll_query_until('postgres', 'SELECT sessions_attached = 3 FROM snowfl
 	'the concurrent sessions detached when they ended');
 
 # --- handover by snowflake_release_worker() ---------------------------------
-
 # holder1 is alone on worker 0: after it leaves, a newcomer takes worker 0,
 # the least-loaded slot, and continues above holder1's IDs.
 issue_ids($holder1, 'holder1', 3000);
@@ -208,7 +191,6 @@ cmp_ok(largest_id('waiter1'), '>', largest_id('holder1'),
 issue_ids($waiter1, 'waiter1', 3000);
 
 # --- handover by disconnect -------------------------------------------------
-
 issue_ids($waiter1, 'waiter1', 3000);
 my $pid = $waiter1->query_safe('SELECT pg_backend_pid()');
 $waiter1->quit;
@@ -224,7 +206,6 @@ issue_ids($holder2, 'holder2', 3000);
 issue_ids($third, 'third', 3000);
 
 # --- no duplicates, each session in order -------------------------------------
-
 is( $node->safe_psql(
 		'postgres', 'SELECT count(*) - count(DISTINCT id) FROM issued'),
 	0,
@@ -239,5 +220,4 @@ $holder2->quit;
 $third->quit;
 $waiter2->quit;
 $node->stop;
-
 done_testing();

@@ -1,9 +1,6 @@
-# Bad snowflake.* settings stop the server from starting: for each bad
-# layout, node id or epoch, pg_ctl start fails and the server log holds the
-# documented FATAL message; with the setting corrected the server starts and
-# runs the corrected values.  A valid non-default layout issues IDs that
-# decode to the configured node id.
-
+# Bad snowflake.* settings (layout, node id, epoch) stop the server with the
+# documented FATAL message; corrected, the server starts with them; a valid
+# non-default layout issues IDs that decode to the configured node id.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -11,23 +8,13 @@ use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use Test::More;
 
-my $node = SnowflakeTest::new_node('settings', conf => "include 'snowflake.conf'\n", start => 0);
-
-# Replaces the snowflake.* settings with %settings (the rest default).
-sub write_settings
-{
-	my (%settings) = @_;
-	my $file = $node->data_dir . '/snowflake.conf';
-	open my $fh, '>', $file or die "could not write $file: $!";
-	print $fh "snowflake.$_ = '$settings{$_}'\n" for sort keys %settings;
-	close $fh;
-}
+my $node = SnowflakeTest::settings_node('settings');
 
 # Starts the server with %settings; it must fail with FATAL $message.
 sub check_refused
 {
 	my ($case, $message, %settings) = @_;
-	write_settings(%settings);
+	SnowflakeTest::write_settings($node, %settings);
 	like(SnowflakeTest::start_refused($node, "$case: the server does not start"),
 		qr/FATAL:  \Q$message\E\n/, "$case: the log says why");
 }
@@ -36,11 +23,9 @@ sub check_refused
 sub check_accepted
 {
 	my ($case, %settings) = @_;
-	write_settings(%settings);
-	# Each case is a new layout on a data directory that issued no IDs under
-	# the previous one, so its record of the last layout (and lease space)
-	# is reset: changing layouts has a test of its own (006), and the lease
-	# space too (029).
+	SnowflakeTest::write_settings($node, %settings);
+	# Each case is a new layout on a directory that issued no IDs: reset the
+	# record of the last layout and lease space (their changes: 006, 029).
 	unlink $node->data_dir . '/snowflake.layout', $node->data_dir . '/snowflake.leases';
 
 	ok($node->start(fail_ok => 1), "$case: the server starts");
@@ -54,7 +39,6 @@ sub check_accepted
 }
 
 # --- the lease space --------------------------------------------------------
-
 check_refused(
 	'lease_workers 128 with 7 worker bits',
 	'snowflake.lease_workers 128 leaves no worker id to sessions',
@@ -62,7 +46,6 @@ check_refused(
 check_accepted('lease_workers 127 with 7 worker bits', lease_workers => 127);
 
 # --- node id out of range ---------------------------------------------------
-
 check_refused(
 	'node_id 8 with 3 node bits',
 	'snowflake.node_id 8 is out of range for snowflake.node_bits = 3',
@@ -77,7 +60,6 @@ check_refused(
 check_accepted('node_id 0 with no node bits', node_id => 0, node_bits => 0);
 
 # --- too few timestamp bits -------------------------------------------------
-
 check_refused(
 	'29 timestamp bits',
 	'snowflake.node_bits (10) + snowflake.worker_bits (12) + '
@@ -92,7 +74,6 @@ check_accepted(
 	sequence_bits => 10);
 
 # --- epoch ----------------------------------------------------------------
-
 check_refused(
 	'epoch in the future',
 	'snowflake.epoch "2999-01-01" is in the future',
@@ -111,54 +92,30 @@ check_refused(
 check_accepted('epoch with time of day', epoch => '2025-06-30 23:59:59.999');
 
 # --- values the GUC machinery would replace by the default ---------------------
-#
-# PostgreSQL only WARNs about a bad value of an extension's setting and runs
-# with the default; for the node id and the widths that would let two
-# primaries issue the same IDs, so each must stop the server.
-
-check_refused(
-	'node_id -1',
-	'invalid value for parameter "snowflake.node_id": "-1"',
-	node_id => -1);
-check_refused(
-	'node_id 70000',
-	'invalid value for parameter "snowflake.node_id": "70000"',
-	node_id => 70000);
+# PostgreSQL only warns and runs with the default, which could let two
+# primaries issue the same IDs: each must stop the server.
+for my $bad (
+	[ node_id => -1 ],
+	[ node_id => 70000 ],
+	[ node_id => 'one' ],
+	[ node_bits => 17 ],
+	[ worker_bits => -1 ],
+	[ sequence_bits => 0 ],
+	[ max_drift => '2d' ],
+	[ registry_interval => '10ms' ],
+	[ on_node_collision => 'stop' ])
+{
+	my ($name, $value) = @$bad;
+	check_refused("$name $value", qq{invalid value for parameter "snowflake.$name": "$value"},
+		$name => $value);
+}
 ok($node->log_contains(qr/DETAIL:  snowflake.node_id must be an integer from 0 to 65535\./),
 	'the detail gives the allowed range');
-check_refused(
-	'node_id not a number',
-	'invalid value for parameter "snowflake.node_id": "one"',
-	node_id => 'one');
-check_refused(
-	'node_bits 17',
-	'invalid value for parameter "snowflake.node_bits": "17"',
-	node_bits => 17);
-check_refused(
-	'worker_bits -1',
-	'invalid value for parameter "snowflake.worker_bits": "-1"',
-	worker_bits => -1);
-check_refused(
-	'sequence_bits 0',
-	'invalid value for parameter "snowflake.sequence_bits": "0"',
-	sequence_bits => 0);
 ok($node->log_contains(qr/DETAIL:  snowflake.sequence_bits must be an integer from 1 to 24\./),
 	'the detail gives the allowed range of sequence_bits');
-check_refused(
-	'max_drift out of range',
-	'invalid value for parameter "snowflake.max_drift": "2d"',
-	max_drift => '2d');
 ok( $node->log_contains(
 		qr/DETAIL:  snowflake.max_drift must be an integer from 0 ms to 86400000 ms\./),
 	'the detail gives the range in milliseconds');
-check_refused(
-	'registry_interval below its range',
-	'invalid value for parameter "snowflake.registry_interval": "10ms"',
-	registry_interval => '10ms');
-check_refused(
-	'on_node_collision misspelt',
-	'invalid value for parameter "snowflake.on_node_collision": "stop"',
-	on_node_collision => 'stop');
 check_refused(
 	'a misspelt setting',
 	'unrecognized configuration parameter "snowflake.node_bit"',
@@ -178,7 +135,6 @@ check_refused(
 $node->append_conf('postgresql.conf', "log_error_verbosity = default");
 
 # --- a valid non-default layout issues working IDs ---------------------------
-
 check_accepted(
 	'non-default layout',
 	epoch => '2024-06-01 12:30',
@@ -228,5 +184,4 @@ like($err, qr/ERROR:  no snowflake worker ids are set aside for leases/,
 	'with snowflake.lease_workers = 0 there is nothing to lease');
 
 $node->stop;
-
 done_testing();

@@ -1,16 +1,8 @@
-# Changing the ID layout across a restart.  A restart with the same layout
-# records nothing new.  A layout whose every ID is provably larger than every
-# ID issued before (sequence_bits 12 -> 13, or an earlier epoch) is appended
-# to snowflake_layout and generation continues, while old IDs keep decoding
-# exactly as before.  A layout that could go back (sequence_bits 13 -> 12, or
-# a later epoch) is refused twice over: the server refuses to start, because
-# the data directory records the layout it last ran with, and a database
-# whose history conflicts (as one restored from another cluster would)
-# refuses snowflake_nextval() with SQLSTATE 55000; decoding still works.
-# A layout row recorded by a transaction that aborts is recorded again by
-# the next call, and the data directory's record protects databases that
-# never saw the newer layout.
-
+# Changing the ID layout across a restart: the same layout records nothing; a
+# layout whose every ID is provably larger (more sequence bits, an earlier
+# epoch) is appended to snowflake_layout while old IDs decode as before; one
+# that could go back is refused by the data directory's record (no start) and
+# by a database's history (55000); an aborted recording is recorded again.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -22,32 +14,20 @@ use Time::HiRes ();
 my $epoch = '2025-01-01';
 my $node_id = 5;
 
-# max_drift = 10s: after a restart from a floor ahead of the clock (see
-# restart_with), IDs are packed densely after it, so a batch uses the whole
-# sequence range.
+# max_drift 10 s lets IDs run densely after restart_with's floor.
 my %base = (node_id => $node_id, max_drift => '10s', epoch => $epoch);
+*describe_layout = \&SnowflakeTest::layout_text;
 
-my $node = SnowflakeTest::new_node(
-	'layout',
-	settings => { timezone => 'UTC' },
-	conf => "include 'snowflake.conf'\n",
-	start => 0);
+my $node = SnowflakeTest::settings_node('layout', settings => { timezone => 'UTC' });
 
 # Replaces the snowflake.* settings with the base ones plus %settings.
 sub write_settings
 {
-	my (%settings) = (%base, @_);
-	my $file = $node->data_dir . '/snowflake.conf';
-	open my $fh, '>', $file or die "could not write $file: $!";
-	print $fh "snowflake.$_ = '$settings{$_}'\n" for sort keys %settings;
-	close $fh;
+	SnowflakeTest::write_settings($node, %base, @_);
 }
 
-# After a clean shutdown generation resumes on the clock, just above the
-# last ID.  The checks of the sequence width need IDs packed densely, as
-# they are only while generation runs ahead of the clock: a reservation
-# 5 s ahead, written into the file as an operator may, puts the next floor
-# there, within max_drift.
+# Restarts with %settings from a reservation 5 s ahead, written as an
+# operator may, so that IDs run ahead of the clock, densely packed.
 sub restart_with
 {
 	$node->stop;
@@ -55,9 +35,7 @@ sub restart_with
 	my $reservation = slurp_file($file) + 0;
 	my $now_ms = int(Time::HiRes::time() * 1000);
 	$reservation = $now_ms if $now_ms > $reservation;
-	open my $fh, '>', $file or die "could not write $file: $!";
-	print $fh $reservation + 5000, "\n";
-	close $fh or die "could not close $file: $!";
+	SnowflakeTest::write_file($file, $reservation + 5000 . "\n");
 	write_settings(@_);
 	$node->start;
 }
@@ -75,9 +53,8 @@ sub layout_rows
 	return $node->safe_psql('postgres', 'SELECT count(*) FROM snowflake_layout');
 }
 
-# The IDs of $phase whose snowflake_decode() disagrees with splitting the ID
-# by hand for $seq_bits sequence bits (3 node bits, 7 worker bits) and
-# $epoch_text.
+# The IDs of $phase whose snowflake_decode() disagrees with splitting them by
+# hand ($seq_bits sequence bits, 3 node bits, 7 worker bits, $epoch_text).
 sub hand_decode_mismatches
 {
 	my ($phase, $seq_bits, $epoch_text) = @_;
@@ -122,15 +99,12 @@ SELECT count(*)
 sub refused_nextval
 {
 	my ($case) = @_;
-	my ($stdout, $stderr);
-	my $rc = $node->psql(
+	my ($rc, $stdout, $stderr) = $node->psql(
 		'postgres', q(
 SET TimeZone = 'UTC';
 \set VERBOSITY verbose
 SELECT snowflake_nextval();
-),
-		stdout => \$stdout,
-		stderr => \$stderr);
+));
 	isnt($rc, 0, "$case: snowflake_nextval() fails");
 	is($stdout, '', "$case: no ID is issued");
 	like(
@@ -167,9 +141,8 @@ sub refused_start
 		"$case: the log names both layouts");
 }
 
-# Starts without the data directory's record of its layout, as with a
-# database restored into another cluster, so that only the database's own
-# history guards it.  Returns the record, for put_back_layout_file().
+# Starts without the data directory's record of its layout (as a database
+# restored elsewhere): only the database's history guards it.
 sub start_without_layout_file
 {
 	my $saved = slurp_file(layout_file());
@@ -182,20 +155,10 @@ sub put_back_layout_file
 {
 	my ($saved) = @_;
 	$node->stop;
-	open my $fh, '>', layout_file() or die "could not write the layout file: $!";
-	print $fh $saved;
-	close $fh;
-}
-
-sub describe_layout
-{
-	my ($epoch_text, $seq_bits) = @_;
-	return "epoch $epoch_text 00:00:00+00, 3 node bits, 7 worker bits, "
-	  . "$seq_bits sequence bits";
+	SnowflakeTest::write_file(layout_file(), $saved);
 }
 
 # --- the first layout ---------------------------------------------------------
-
 write_settings();
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
@@ -210,7 +173,6 @@ is( $node->safe_psql('postgres',
 issue_ids('initial', 5000);
 
 # --- (a) restart with the same layout ---------------------------------------
-
 restart_with();
 issue_ids('same', 5000);
 is(layout_rows(), 1, 'same layout: no new row is recorded');
@@ -230,7 +192,6 @@ $node->safe_psql('postgres',
 	  SELECT d.*, id FROM ids, snowflake_decode(id) AS d));
 
 # --- (b) sequence_bits 12 -> 13: accepted --------------------------------------
-
 restart_with(sequence_bits => 13);
 my $max_old = $node->safe_psql('postgres', 'SELECT max(id) FROM ids');
 issue_ids('seq13', 10000);
@@ -261,7 +222,6 @@ is( $node->safe_psql('postgres',
 	'sequence_bits 13: the sequence runs up to 8191, node id unchanged');
 
 # --- (c) back to sequence_bits 12: refused ---------------------------------------
-
 refused_start(
 	'sequence_bits 13 -> 12',
 	describe_layout($epoch, 13),
@@ -271,7 +231,7 @@ my $saved_file = start_without_layout_file();
 my $detail = refused_nextval('sequence_bits 13 -> 12');
 like(
 	$detail,
-	qr/^DETAIL:  \QRecorded: ${\ describe_layout($epoch, 13)}. Running: ${\ describe_layout($epoch, 12)}. Not every new ID would be larger than every ID already issued.\E$/m,
+	qr/^DETAIL:  \QRecorded: ${\ describe_layout($epoch, 13)}. Running: ${\ SnowflakeTest::layout_text($epoch, 12)}. Not every new ID would be larger than every ID already issued.\E$/m,
 	'sequence_bits 13 -> 12: the DETAIL names both layouts');
 is(layout_rows(), 2, 'sequence_bits 13 -> 12: nothing is recorded');
 is(changed_decodes(), 0, 'sequence_bits 13 -> 12: old IDs still decode');
@@ -280,7 +240,6 @@ is(hand_decode_mismatches('seq13', 13, $epoch),
 put_back_layout_file($saved_file);
 
 # --- (d) a later epoch: refused --------------------------------------------------
-
 my $later_epoch = '2025-06-01';
 refused_start(
 	'later epoch',
@@ -292,14 +251,13 @@ $saved_file = start_without_layout_file();
 $detail = refused_nextval('later epoch');
 like(
 	$detail,
-	qr/^DETAIL:  \QRecorded: ${\ describe_layout($epoch, 13)}. Running: ${\ describe_layout($later_epoch, 13)}.\E/m,
+	qr/^DETAIL:  \QRecorded: ${\ describe_layout($epoch, 13)}. Running: ${\ SnowflakeTest::layout_text($later_epoch, 13)}.\E/m,
 	'later epoch: the DETAIL names both epochs');
 is(layout_rows(), 2, 'later epoch: nothing is recorded');
 is(changed_decodes(), 0, 'later epoch: old IDs still decode');
 put_back_layout_file($saved_file);
 
 # --- restoring the recorded layout works again ---------------------------------
-
 write_settings(sequence_bits => 13);
 $node->start;
 issue_ids('restored', 1000);
@@ -307,7 +265,6 @@ is(layout_rows(), 2, 'restored layout: no new row is recorded');
 is(above_all_others('restored'), 't', 'restored layout: new IDs are larger than all earlier ones');
 
 # --- an earlier epoch: accepted ---------------------------------------------
-
 my $earlier_epoch = '2024-01-01';
 restart_with(sequence_bits => 13, epoch => $earlier_epoch);
 issue_ids('earlier', 1000);
@@ -320,10 +277,7 @@ is(hand_decode_mismatches('restored', 13, $epoch),
 is(changed_decodes(), 0, 'earlier epoch: the oldest IDs decode as before');
 
 # --- an aborted recording is recorded again --------------------------------------
-
-# A second database sees the next layout change first.  Its first call runs
-# in a transaction that rolls back, and then in a savepoint that rolls back:
-# each time, the next call in the same session records the layout again.
+# A second database sees the next change first, its first call rolled back.
 $node->safe_psql('postgres', 'CREATE DATABASE other');
 $node->safe_psql('other',
 	'CREATE EXTENSION snowflake; CREATE TABLE ids (id bigint NOT NULL)');
@@ -356,11 +310,8 @@ $node->safe_psql('other',
 	'INSERT INTO ids SELECT snowflake_nextval() FROM generate_series(1, 1000)');
 
 # --- the data directory guards databases that missed a change ------------------
-
-# After the 14-bit run, "postgres" is not used again.  An earlier epoch
-# with 13 bits would be accepted by its own history as it stood before, but
-# the 14-bit IDs it issued (and those of "other") would be larger: the
-# server refuses to start.
+# An earlier epoch with 13 bits would pass the history "postgres" had before
+# the 14-bit run, but the 14-bit IDs would be larger: refused.
 refused_start(
 	'back below a layout another database used',
 	describe_layout($earlier_epoch, 14),
@@ -378,5 +329,4 @@ is( $node->safe_psql('postgres',
 	'no ID was issued twice across all layouts and both databases');
 
 $node->stop;
-
 done_testing();

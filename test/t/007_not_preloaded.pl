@@ -1,6 +1,5 @@
-# Without shared_preload_libraries, snowflake refuses clearly: CREATE
-# EXTENSION fails, and its C functions, however they are reached, raise an
-# error whose hint names shared_preload_libraries.
+# Without shared_preload_libraries, CREATE EXTENSION fails and the C
+# functions, however reached, raise an error whose hint names it.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;

@@ -1,25 +1,16 @@
-# Runtime clock steps while sessions generate IDs.  The server runs under
-# libfaketime, and while three sessions insert rows whose primary key
-# defaults to snowflake_nextval() (and a fourth fetches IDs to the client),
-# its wall clock steps back by 5 ms, then by 1 s, then by 1 h, and is then
-# set right again.  With snowflake.max_drift = 500 ms the three steps show
-# the three documented behaviours: the 5 ms step is absorbed without a wait;
-# the 1 s step makes sessions wait about 500 ms for the clock, within
-# snowflake.clock_wait_timeout (1 s here), and go on without an error; the
-# 1 h step makes every call wait clock_wait_timeout and fail with SQLSTATE
-# 55000 and the documented message.  Once the clock is right again,
-# generation resumes.  Proves: no ID occurs twice among all IDs the test saw
-# (committed rows and IDs returned to the client), IDs strictly increase
-# within each session across every step, no ID's timestamp lies more than
-# max_drift ahead of the clock of the process that issued it, and
-# snowflake_status() counts the backward steps and the largest one.
+# Clock steps back of 5 ms, 1 s and 1 h, and set right, while three
+# sessions insert rows and a probe fetches IDs (max_drift 500 ms,
+# clock_wait_timeout 1 s): 5 ms is absorbed without a wait, 1 s makes the
+# sessions wait and go on, 1 h makes every call fail with 55000 and the
+# documented message.  Proves: no ID occurs twice, IDs strictly increase per
+# session, none lies beyond max_drift ahead of its issuer's clock, and
+# snowflake_status() counts the steps back and the largest one.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeTest;
-use IPC::Run;
 use Time::HiRes qw(time sleep);
 use SnowflakeClock;
 
@@ -38,9 +29,8 @@ SnowflakeClock::start($node, 0);
 # The worker that counts clock steps must see the faked clock.
 SnowflakeClock::refork_reservation_worker($node);
 
-# c_before is computed before the id default and c_after after it (columns
-# are filled in attribute order), so the clock when the ID was issued lies
-# between them unless the clock stepped in between.
+# Columns are filled in attribute order: the clock at the ID's issue lies
+# between c_before and c_after, unless it stepped in between.
 $node->safe_psql(
 	'postgres', q{
 CREATE EXTENSION snowflake;
@@ -87,6 +77,8 @@ BEGIN
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT,
                                     det = PG_EXCEPTION_DETAIL, hnt = PG_EXCEPTION_HINT;
+            -- The phase when the call failed: it may have waited into the next.
+            SELECT phase INTO ph FROM control;
             INSERT INTO errors VALUES (s, ph, st, msg, det, hnt);
         END;
         COMMIT;
@@ -103,20 +95,10 @@ is( $node->safe_psql(
 # Starts the generating sessions: one psql each, output to files, so no pipe
 # needs pumping while the test sleeps.
 my $dir = PostgreSQL::Test::Utils::tempdir();
-my @runs;
-for my $s (1 .. $sessions)
-{
-	my @cmd = (
-		$node->installed_command('psql'), '-XAtq',
-		'-v', 'ON_ERROR_STOP=1',
-		'-d', $node->connstr('postgres'),
-		'-c', "SET snowflake.clock_wait_timeout = $wait_timeout_ms",
-		'-c', "CALL generate($s)");
-	push @runs,
-	  IPC::Run::start(
-		\@cmd, '>', "$dir/gen_$s.out", '2>', "$dir/gen_$s.err",
-		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
-}
+my @runs = map {
+	SnowflakeTest::start_psql($node, $dir, "gen_$_", '-c',
+		"SET snowflake.clock_wait_timeout = $wait_timeout_ms", '-c', "CALL generate($_)")
+} 1 .. $sessions;
 
 # The probe: one session that fetches IDs to the client, and reports errors
 # with their SQLSTATE.
@@ -151,7 +133,7 @@ SELECT g.id,
             WHEN d.ts - g.a < interval '$limit ms' THEN 'honest'
             ELSE 'ahead by ' || (d.ts - g.a) END
   FROM g, snowflake_decode(g.id) AS d});
-	is($failed, 0, "$what: the probe fetched IDs without error")
+	is(without_forward_step($probe->{stderr}), '', "$what: the probe fetched IDs without error")
 	  or diag $probe->{stderr};
 	$probe->{stderr} = '';
 	my @bad;
@@ -164,12 +146,22 @@ SELECT g.id,
 	return @bad;
 }
 
+# What a session's stderr holds besides the WARNING of a forward step: the
+# clock set right after the step back is one, and the session that sees it
+# first gets its WARNING (with DETAIL and HINT), which is no failure.
+sub without_forward_step
+{
+	my ($err) = @_;
+	$err =~ s/^WARNING:  (?:\d{5}: )?snowflake: the system clock stepped forward by \d+ ms\n(?:DETAIL:  .*\n)?(?:HINT:  .*\n)?(?:LOCATION:  .*\n)?//mg;
+	return $err;
+}
+
 # Gives up on a session whose psql reported an error.
 sub sessions_failed
 {
 	for my $s (1 .. $sessions)
 	{
-		my $err = slurp_file("$dir/gen_$s.err");
+		my $err = without_forward_step(slurp_file("$dir/gen_$s.err"));
 		if ($err ne '')
 		{
 			diag "session $s failed: $err";
@@ -221,7 +213,6 @@ my $waits = overflow_waits();
 set_phase('back 5 ms');
 SnowflakeClock::set_offset($node, -0.005);
 ok(wait_progress(), 'after a 5 ms step back, all sessions generate');
-# (Was: within 10 s; now the framework's timeout, as for every state here.)
 ok(wait_for('clock_steps_back >= 1 FROM snowflake_status()'),
 	'the 5 ms step back is counted');
 is(join(',', probe_ids('back 5 ms')), '', 'back 5 ms: no probed ID ran ahead');
@@ -260,8 +251,7 @@ like(
 	qr/\bERROR:  55000: system clock is (\d+) ms behind the next snowflake ID$/m,
 	'clock 1 h back: SQLSTATE 55000 and the documented message');
 my ($behind) = $stderr =~ /system clock is (\d+) ms behind/;
-# The call read the clock between $started and $ended (was: within 0.5 s
-# of $ended, which assumed the error reaches the test at once).
+# The call read the clock between $started and $ended.
 my $expected_gap = $last_probe_ms + 1 - int($ended * 1000 - 3_601_005);
 ok( defined $behind
 	  && $behind >= $expected_gap - 500
@@ -270,11 +260,11 @@ ok( defined $behind
   or diag "gap: " . ($behind // 'none');
 like(
 	$stderr,
-	qr/^DETAIL:  \Qsnowflake_nextval() waited $wait_timeout_ms ms (snowflake.clock_wait_timeout) for the clock to come within snowflake.max_drift ($max_drift_ms ms) of it.\E$/m,
+	qr/^DETAIL:  \Qsnowflake_nextval() waited $wait_timeout_ms ms (snowflake.clock_wait_timeout) for the clock to come within snowflake.max_drift ($max_drift_ms ms) of it; earlier IDs were issued under a clock that was ahead, or the clock stepped back.\E$/m,
 	'clock 1 h back: the DETAIL names the wait and max_drift');
 like(
 	$stderr,
-	qr/^HINT:  \QCorrect the system clock, or raise snowflake.max_drift or snowflake.clock_wait_timeout.\E$/m,
+	qr/^HINT:  \QSet snowflake.on_clock_behind = 'ride' and reload to issue IDs above the newest one without waiting (see "A poisoned future" in the snowflake documentation), or wait until the clock reaches them; raising snowflake.clock_wait_timeout bridges a short gap only.\E$/m,
 	'clock 1 h back: the HINT');
 # The upper bound only tells a bounded wait from an endless one: 30 s is
 # 30 times the wait.
@@ -317,20 +307,27 @@ is( $node->safe_psql(
 SELECT count(*) FROM errors
  WHERE sqlstate <> '55000'
     OR message !~ '^system clock is [0-9]+ ms behind the next snowflake ID\$'
-    OR detail <> 'snowflake_nextval() waited $wait_timeout_ms ms (snowflake.clock_wait_timeout) for the clock to come within snowflake.max_drift ($max_drift_ms ms) of it.'
-    OR hint <> 'Correct the system clock, or raise snowflake.max_drift or snowflake.clock_wait_timeout.'}
+    OR detail <> 'snowflake_nextval() waited $wait_timeout_ms ms (snowflake.clock_wait_timeout) for the clock to come within snowflake.max_drift ($max_drift_ms ms) of it; earlier IDs were issued under a clock that was ahead, or the clock stepped back.'
+    OR hint <> 'Set snowflake.on_clock_behind = ''ride'' and reload to issue IDs above the newest one without waiting (see "A poisoned future" in the snowflake documentation), or wait until the clock reaches them; raising snowflake.clock_wait_timeout bridges a short gap only.'}
 	),
 	'0',
 	'every error in the sessions is the documented one');
 # Each names how far the session's next ID lies ahead of the clock: the
-# step, plus at most max_drift, less the time since the session's last ID.
+# step, plus at most max_drift, less the time since the session's last ID
+# (a session the machine starved may have issued it well before the step).
 my $lowest_gap = 3_601_005 - $back_for_ms - $max_drift_ms;
 my $highest_gap = 3_601_005 + $max_drift_ms;
+my $back_at_ms = int($back_at * 1000);
 is( $node->safe_psql(
 		'postgres', qq{
-SELECT count(*) FROM errors
+SELECT count(*)
+  FROM errors
+  JOIN (SELECT session,
+               (extract(epoch FROM max(snowflake_timestamp(id))) * 1000)::bigint AS last_ms
+          FROM ids WHERE phase NOT IN ('restoring', 'restored')
+         GROUP BY session) AS last USING (session)
  WHERE substring(message from '([0-9]+) ms')::bigint
-       NOT BETWEEN $lowest_gap AND $highest_gap}),
+       NOT BETWEEN $lowest_gap - greatest(0, $back_at_ms - last_ms) AND $highest_gap}),
 	'0',
 	"every error names a gap of about an hour ($lowest_gap to $highest_gap ms)");
 

@@ -1,25 +1,9 @@
-# snowflake IDs on a two-node bidirectional pglogical cluster, set up as
-# docs/multi-primary.md describes (node ids 1 and 2, forward_origins '{}').
-#
-# 1. Both nodes insert at the same time, with pgbench: 200,000 rows each
-#    into a table keyed by snowflake_nextval(), and rows of a child table
-#    that references it.  After catch-up both nodes hold the same rows
-#    (count, sum and md5 of all rows), the counts are the sums of what each
-#    node inserted, pglogical reported no conflict, no child row lacks its
-#    parent, and every ID decodes to the node that inserted it (each row
-#    records its node in "origin").  A deliberate key conflict then shows
-#    that pglogical's conflict reports reach the logs the test reads.
-# 2. Under concurrent inserts on both nodes, node 1 is restarted, and then
-#    node 2's postmaster is killed with SIGKILL.  After recovery and
-#    catch-up: no conflict, no insert failed for a duplicate key, the nodes
-#    hold the same rows, and every ID still decodes to its node.
-#
-# "No conflict" is asserted twice over: pglogical logs every conflict it
-# resolves (a remote INSERT whose key exists locally, a remote UPDATE or
-# DELETE whose row is missing) as "CONFLICT: remote ...", here at WARNING,
-# and none appears in either log; and a key conflict would resolve by
-# keeping one of the two rows, so the row counts would fall short of the
-# inserts.
+# Two-node bidirectional pglogical (docs/multi-primary.md, node ids 1 and 2):
+# concurrent pgbench inserts on both nodes, then a restart of node 1 and a
+# SIGKILL of node 2's postmaster under load; after catch-up both nodes hold
+# the same rows, every ID decodes to its node, no insert failed on a duplicate
+# key and pglogical logged no "CONFLICT: remote ..." (a deliberate key
+# conflict shows that such reports reach the logs read).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -27,6 +11,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 use SnowflakePglogical;
+use SnowflakeTest;
 
 my $db = $SnowflakePglogical::db;
 
@@ -57,8 +42,7 @@ pass('both subscriptions replicate');
 my $items_per_tx = 100;
 my $lines_per_tx = 25;
 my $script = $node1->basedir . '/insert.sql';
-open my $fh, '>', $script or die "could not write $script: $!";
-print $fh qq{
+SnowflakeTest::write_file($script, qq{
 WITH i AS (
     INSERT INTO items (origin, phase)
     SELECT :origin, :phase FROM generate_series(1, $items_per_tx)
@@ -66,8 +50,7 @@ WITH i AS (
 )
 INSERT INTO item_lines (item_id, origin, phase)
 SELECT id, :origin, :phase FROM (SELECT id FROM i ORDER BY id LIMIT $lines_per_tx) AS l;
-};
-close $fh;
+});
 
 # Starts pgbench on $node with $clients sessions, each running
 # $transactions transactions, or, with $transactions = 0, running until
@@ -101,8 +84,7 @@ sub finish_load
 sub stop_load
 {
 	my ($load) = @_;
-	# TERM, not INT: a shell that started the suite in the background
-	# left SIGINT ignored, and pgbench inherits that.
+	# TERM: a suite started in the background has SIGINT ignored.
 	$load->{run}->signal('TERM');
 	$load->{run}->finish;
 	$load->{node}->poll_query_until($db,
@@ -139,9 +121,8 @@ SELECT count(*) FROM item_lines AS l
  WHERE NOT EXISTS (SELECT FROM items AS i WHERE i.id = l.item_id)});
 }
 
-# Where in each node's log the count of conflicts starts.
-# (Since the cluster was registered: the heartbeats of the first run, which
-# predate the subscriptions, may cost one conflict each before that.)
+# Where in each node's log the count of conflicts starts: after the first
+# heartbeats, which predate the subscriptions.
 my %conflicts_from =
   map { $_->name => SnowflakePglogical::registered_offset($_) } @nodes;
 
@@ -169,7 +150,6 @@ sub check_consistent
 }
 
 # --- 1. concurrent inserts on both nodes ------------------------------------
-
 my $clients = 4;
 my $transactions = 500;    # 4 x 500 x 100 = 200,000 items per node
 my @loads = map { start_load($_, 1, $clients, $transactions) } @nodes;
@@ -234,7 +214,6 @@ for my $i (0, 1)
 %conflicts_from = map { $_->name => -s $_->logfile } @nodes;
 
 # --- 2. a restart and a crash during concurrent inserts --------------------
-
 # Waits until $node holds $more items of $phase inserted there than now.
 sub wait_more_rows
 {

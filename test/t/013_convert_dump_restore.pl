@@ -1,16 +1,9 @@
-# Tables whose keys were converted by snowflake_convert_column() survive
-# pg_dump and a restore with psql: into a fresh database of the same
-# cluster, and into a database of another cluster with another node id, as
-# when a multi-master node is seeded from a dump.  After each restore the
-# rows are the same, the key columns and the columns that reference them
-# are bigint, the keys default to snowflake_nextval() with no serial
-# sequence or identity left, the foreign keys hold, new rows get IDs above
-# every existing one, and every ID decodes as it did in the source.
-# snowflake_layout then holds two rows with first_id 0, the one CREATE
-# EXTENSION recorded during the restore and the dumped one (its primary key
-# is (first_id, recorded_at)); both describe the same layout, so decoding is
-# unaffected.
-
+# Keys converted by snowflake_convert_column() survive pg_dump and a psql
+# restore, into the same cluster and into another with another node id: the
+# rows, bigint key and referencing columns, snowflake_nextval() defaults
+# without sequences, foreign keys, new IDs above the old and the old IDs'
+# decoding all hold; snowflake_layout then has two first_id 0 rows (restored
+# and recorded) describing the same layout.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -22,7 +15,6 @@ use IPC::Run;
 my $node = SnowflakeTest::new_node('convert', settings => { timezone => 'UTC' });
 
 # --- the source database: serial and identity keys with foreign keys ---------
-
 $node->safe_psql('postgres', 'CREATE DATABASE source');
 $node->safe_psql(
 	'source', q{
@@ -90,7 +82,6 @@ is( $node->safe_psql(
 	'the source issues snowflake IDs after the conversion');
 
 # --- what a database holds, for comparison -----------------------------------
-
 my @tables = qw(customers orders order_lines categories);
 
 # One line per table: row count and a digest of its rows in key order.
@@ -166,7 +157,6 @@ my $source_layout = $node->safe_psql('source',
 	  . 'FROM snowflake_layout ORDER BY 1, 6');
 
 # --- pg_dump ----------------------------------------------------------------------
-
 my $dump = PostgreSQL::Test::Utils::tempdir() . '/source.sql';
 $node->command_ok([ 'pg_dump', '-d', $node->connstr('source'), '-f', $dump ],
 	'pg_dump of the converted database');
@@ -257,12 +247,10 @@ SELECT c.id > :max_customer, o.id > :max_order, g.id > :max_category,
 }
 
 # --- restore into a fresh database of the same cluster --------------------------
-
 restore($node, 'restored');
 check_restored($node, 'restored', 0);
 
 # --- restore into another cluster, node 1 --------------------------------------------
-
 my $other = SnowflakeTest::new_node('convert_other',
 	settings => { 'snowflake.node_id' => 1, timezone => 'UTC' });
 restore($other, 'seeded');
@@ -270,5 +258,4 @@ check_restored($other, 'seeded', 1);
 
 $other->stop;
 $node->stop;
-
 done_testing();

@@ -1,31 +1,11 @@
-# The node registry and snowflake_convert_column() on a two-node
-# bidirectional pglogical cluster (see SnowflakePglogical.pm), with
-# snowflake_nodes in the replication set and snowflake.registry_interval =
-# 500 ms.
-#
-# 1. Heartbeats replicate: each node sees the other's running instance in
-#    snowflake_nodes, its beat count growing, and no collision.
-# 2. Node 2 is restarted with node 1's id.  Both nodes detect the collision
-#    within 30 s of the subscriptions replicating again (the guide promises
-#    a few intervals plus the replication delay): a WARNING whose DETAIL
-#    names the other instance, and node_collision in snowflake_status().
-#    With the default on_node_collision = warn, IDs are still issued; after
-#    ALTER SYSTEM SET snowflake.on_node_collision = error and a reload,
-#    snowflake_nextval() fails on both nodes with the documented error
-#    (SQLSTATE 55000, HINT).  Node 2 is then restarted with its own id
-#    again: the collision clears on both nodes, generation resumes, and
-#    rows inserted on both nodes replicate without conflict.
-# 3. Serial keys, kept apart by odd and even sequence values on the two
-#    nodes, replicate; the keys are converted with snowflake_convert_column()
-#    on each node (pglogical does not replicate DDL), and rows inserted on
-#    both nodes afterwards get snowflake IDs of their node, replicate
-#    without conflict, and both nodes hold the same rows.
-# 4. pg_dump of node 1's converted tables (only those: a dump of the whole
-#    database would carry pglogical's node and subscription, which belong
-#    to node 1's server) restores into a fresh database of node 2's server
-#    that has CREATE EXTENSION snowflake: same rows, same defaults, new rows
-#    get IDs of node 2 above every restored one.
-# Over the whole test pglogical reports no conflict on either node.
+# The node registry and snowflake_convert_column() on two-node bidirectional
+# pglogical (registry_interval 500 ms): heartbeats replicate; node 2 restarted
+# with node 1's id is detected on both nodes within 30 s (WARNING naming the
+# other instance, node_collision), refused with on_node_collision = error
+# (55000) and cleared with its own id back; serial keys replicate, are
+# converted on each node and new IDs replicate; a pg_dump of node 1's
+# converted tables restores on node 2 with IDs of node 2 above the restored
+# ones.  pglogical reports no conflict on either node.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -77,11 +57,9 @@ sub insert_events
 }
 
 # --- 1. heartbeats replicate ----------------------------------------------------
-
 $pair->check_heartbeats;
 
 # --- 2. a node-id collision -------------------------------------------------------
-
 my @offsets = map { -s $_->logfile } @nodes;
 $node2->safe_psql($db, 'ALTER SYSTEM SET snowflake.node_id = 1');
 my $restarted = Time::HiRes::time;
@@ -125,7 +103,6 @@ insert_events(1000);
 $pair->check_tables('after the collision', 'true', 'events');
 
 # --- 3. converting serial keys on both nodes ------------------------------------
-
 # Rows on both nodes, from the odd and even serial values.
 $pair->insert_legacy('serial', 500);
 $pair->check_tables('serial keys', undef, qw(legacy legacy_lines));
@@ -175,7 +152,6 @@ SELECT count(*) FROM legacy_lines AS l
 }
 
 # --- 4. pg_dump of node1, restored on node2's server ------------------------------
-
 my $dump = $node1->basedir . '/legacy.sql';
 $node1->command_ok(
 	[
@@ -216,7 +192,6 @@ SELECT (SELECT id FROM l) > (SELECT max(id) FROM legacy WHERE note <> 'restored'
 	'restored: a new row gets a node 2 ID above every restored one, and its line too');
 
 # --- no conflicts, over the whole test ---------------------------------------------
-
 is(SnowflakePglogical::conflicts($_), 0,
 	'pglogical reported no conflict on ' . $_->name)
   for @nodes;

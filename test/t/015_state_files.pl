@@ -1,13 +1,8 @@
-# The state files $PGDATA/snowflake.reservation, $PGDATA/snowflake.layout
-# and $PGDATA/snowflake.lease_state (512-byte blocks with a checksum) are
-# parsed strictly.  Each kind of damage (an empty file, a file cut
-# short, junk after a number, a number out of range, a negative or
-# impossible reservation, extra lines or fields, widths that are no
-# layout) makes the server refuse to start with
-#   FATAL:  file ".../snowflake.reservation" does not hold a valid snowflake reservation
-# (SQLSTATE XX001), a DETAIL saying what is wrong and a HINT saying what to
-# do; the file is left as it was.  With the good file back the server starts
-# and IDs continue above the earlier ones.
+# The state files snowflake.reservation, snowflake.layout and
+# snowflake.lease_state are parsed strictly: each kind of damage makes the
+# server refuse to start (FATAL, XX001) with a DETAIL saying what is wrong and
+# a HINT saying what to do, leaving the file as it was; with the good files
+# back the server starts, IDs continue above the earlier ones.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -32,19 +27,13 @@ my $good_layout = slurp_file($layout_file);
 like($good_reservation, qr/^\d+\n\z/, 'the reservation file holds one number');
 is($good_layout, "1735689600000 3 7 12\n", 'the layout file holds the default layout');
 
-sub write_file
-{
-	my ($file, $content) = @_;
-	open my $fh, '>', $file or die "could not write $file: $!";
-	print $fh $content;
-	close $fh or die "could not close $file: $!";
-}
+*write_file = \&SnowflakeTest::write_file;
 
 # The last millisecond of the default layout: epoch 2025-01-01, 41 bits.
 my $last_ms = 1735689600000 + 2**41 - 1;
 
 my $reservation_hint =
-  qr/HINT:  \QRestore the file from a backup of the data directory, or write in it, on one line, a Unix time in milliseconds later than every ID this server can have issued, such as the current time plus 86460000 ms: \E(\d+)\.\n/;
+  qr/HINT:  \QRestore the file from a backup of the data directory, or write in it, on one line, a Unix time in milliseconds later than every ID this server can have issued, such as the current time plus 86460000 ms (at most the last millisecond of the running layout): \E(\d+)\.\n/;
 my $layout_hint =
   qr/HINT:  \QRestore the file from a backup of the data directory, or write in it, on one line, the layout this data directory last ran with: its epoch in Unix milliseconds and its node, worker and sequence bits, separated by spaces.\E\n/;
 
@@ -75,69 +64,60 @@ ok( defined $suggested
 	'the HINT suggests the current time plus 86460000 ms')
   or diag "suggested: " . ($suggested // 'none');
 
-my $cut = substr($good_reservation, 0, 9);
-refused('reservation cut short', $reservation_file, 'reservation', $cut,
-	'The file does not end with a newline; it may have been cut short.', $reservation_hint);
-refused(
-	'reservation without its newline', $reservation_file, 'reservation',
-	substr($good_reservation, 0, -1),
-	'The file does not end with a newline; it may have been cut short.', $reservation_hint);
-refused(
-	'junk after the reservation', $reservation_file, 'reservation',
-	"1795431208833xyz\n",
-	'"1795431208833xyz" is not a decimal integer.',
-	$reservation_hint);
-refused(
-	'reservation out of range', $reservation_file, 'reservation',
-	"99999999999999999999999\n",
-	'"99999999999999999999999" is out of range.', $reservation_hint);
-refused(
-	'reservation just beyond int64', $reservation_file, 'reservation',
-	"9223372036854775808\n",
-	'"9223372036854775808" is out of range.', $reservation_hint);
-refused('negative reservation', $reservation_file, 'reservation', "-5\n",
-	'The reservation, -5, is negative.', $reservation_hint);
-refused(
-	'reservation beyond the layout', $reservation_file, 'reservation',
-	"9223372036854775807\n",
-	"The reservation, 9223372036854775807 (Unix ms), lies beyond the last millisecond of the running layout, $last_ms.",
-	$reservation_hint);
-refused('two reservations', $reservation_file, 'reservation', "1 2\n",
-	'The line holds 2 space-separated fields, not 1.', $reservation_hint);
-refused(
-	'a second line', $reservation_file, 'reservation',
-	$good_reservation . $good_reservation,
-	'The file holds more than one line.', $reservation_hint);
-refused('a blank line', $reservation_file, 'reservation', "\n",
-	'The line is empty.', $reservation_hint);
-refused('a plus sign', $reservation_file, 'reservation', "+1795431208833\n",
-	'"+1795431208833" is not a decimal integer.',
-	$reservation_hint);
+my $no_newline = 'The file does not end with a newline; it may have been cut short.';
+for my $case (
+	[ 'reservation cut short', substr($good_reservation, 0, 9), $no_newline ],
+	[ 'reservation without its newline', substr($good_reservation, 0, -1), $no_newline ],
+	[   'junk after the reservation', "1795431208833xyz\n",
+		'"1795431208833xyz" is not a decimal integer.'
+	],
+	[   'reservation out of range', "99999999999999999999999\n",
+		'"99999999999999999999999" is out of range.'
+	],
+	[   'reservation just beyond int64', "9223372036854775808\n",
+		'"9223372036854775808" is out of range.'
+	],
+	[ 'negative reservation', "-5\n", 'The reservation, -5, is negative.' ],
+	[   'reservation beyond the layout', "9223372036854775807\n",
+		"The reservation, 9223372036854775807 (Unix ms), lies beyond the last millisecond of the running layout, $last_ms."
+	],
+	[ 'two reservations', "1 2\n", 'The line holds 2 space-separated fields, not 1.' ],
+	[   'a second line', $good_reservation . $good_reservation,
+		'The file holds more than one line.'
+	],
+	[ 'a blank line', "\n", 'The line is empty.' ],
+	[ 'a plus sign', "+1795431208833\n", '"+1795431208833" is not a decimal integer.' ])
+{
+	my ($case, $content, $detail) = @$case;
+	refused($case, $reservation_file, 'reservation', $content, $detail, $reservation_hint);
+}
 write_file($reservation_file, $good_reservation);
 
-refused(
-	'layout cut short', $layout_file, 'layout', "1735689600000 3 7 1",
-	'The file does not end with a newline; it may have been cut short.', $layout_hint);
-refused('layout with three fields', $layout_file, 'layout', "1735689600000 3 7\n",
-	'The line holds 3 space-separated fields, not 4.', $layout_hint);
-refused('layout with five fields', $layout_file, 'layout', "1735689600000 3 7 12 1\n",
-	'The line holds 5 space-separated fields, not 4.', $layout_hint);
-refused('layout with two spaces', $layout_file, 'layout', "1735689600000 3  7 12\n",
-	'The line holds 5 space-separated fields, not 4.', $layout_hint);
-refused(
-	'junk in the layout', $layout_file, 'layout', "1735689600000 3 7 12abc\n",
-	'"12abc" is not a decimal integer.', $layout_hint);
-refused(
-	'layout width out of range', $layout_file, 'layout',
-	"1735689600000 3 7 4294967308\n",
-	'The width 4294967308 is out of range.', $layout_hint);
-refused(
-	'layout epoch out of range', $layout_file, 'layout',
-	"99999999999999999999 3 7 12\n",
-	'"99999999999999999999" is out of range.', $layout_hint);
-refused(
-	'layout without sequence bits', $layout_file, 'layout', "1735689600000 3 7 0\n",
-	'The widths 3, 7 and 0 do not form a valid layout.', $layout_hint);
+for my $case (
+	[ 'layout cut short', "1735689600000 3 7 1", $no_newline ],
+	[   'layout with three fields', "1735689600000 3 7\n",
+		'The line holds 3 space-separated fields, not 4.'
+	],
+	[   'layout with five fields', "1735689600000 3 7 12 1\n",
+		'The line holds 5 space-separated fields, not 4.'
+	],
+	[   'layout with two spaces', "1735689600000 3  7 12\n",
+		'The line holds 5 space-separated fields, not 4.'
+	],
+	[ 'junk in the layout', "1735689600000 3 7 12abc\n", '"12abc" is not a decimal integer.' ],
+	[   'layout width out of range', "1735689600000 3 7 4294967308\n",
+		'The width 4294967308 is out of range.'
+	],
+	[   'layout epoch out of range', "99999999999999999999 3 7 12\n",
+		'"99999999999999999999" is out of range.'
+	],
+	[   'layout without sequence bits', "1735689600000 3 7 0\n",
+		'The widths 3, 7 and 0 do not form a valid layout.'
+	])
+{
+	my ($case, $content, $detail) = @$case;
+	refused($case, $layout_file, 'layout', $content, $detail, $layout_hint);
+}
 write_file($layout_file, $good_layout);
 
 # The lease state: worker ids 126 and 127 (7 worker bits, 2 leased), one
@@ -171,5 +151,4 @@ my ($lease_token) = split /\|/, $lease_before;
 is($node->safe_psql('postgres', "SELECT state || '|' || worker_id FROM snowflake_leases WHERE token = $lease_token"),
 	"held|$leased_worker", 'and the lease taken before is held');
 $node->stop;
-
 done_testing();

@@ -1,11 +1,8 @@
 # The processes that write the reservation file once per record keep flat
-# memory: the "snowflake reservation" worker on a primary, and the startup
-# process of a standby, which replays every record.  With
-# snowflake.reserve_ahead = 10ms, a session issues IDs until 2,000 records
-# were written: the worker writes a record on almost every tick and sessions
-# write many more, all replayed by the standby.  pg_log_backend_memory_contexts() makes each
-# process log its memory contexts before and after; the "Grand total" each
-# logs must not grow (an allocation per record grew it by tens of KB).
+# memory: with reserve_ahead = 10ms a session issues IDs until 2,000 records
+# were written, and the "Grand total" that pg_log_backend_memory_contexts()
+# logs for the reservation worker and a standby's startup process must not
+# grow between before and after.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -14,11 +11,8 @@ use Test::More;
 use SnowflakeTest;
 use SnowflakeStandby;
 
-# Bytes of growth allowed: far below one allocation per record (the old
-# code grew the worker by about 70 KB and the startup process by about
-# 450 KB in this run).  The startup process gets more room: replay fills
-# PostgreSQL's own bounded caches (the WAL prefetcher's filter table, the
-# storage manager) as it meets relations, by about 2 KB here.
+# Bytes of growth allowed: far below one allocation per record (tens of KB).
+# Replay fills PostgreSQL's own bounded caches by about 2 KB here.
 my $allowed_growth = 4096;
 my $allowed_startup_growth = 16384;
 # Reservation records between the two measures (a quiet machine writes
@@ -58,9 +52,7 @@ sub reservations
 
 my $dir = PostgreSQL::Test::Utils::tempdir();
 
-# One ID every millisecond or so, until the test has seen enough records
-# and says stop (was: for 20 s, which on a loaded machine could write too
-# few records to show a per-record allocation).
+# One ID every millisecond or so, until the test has seen enough records.
 $primary->safe_psql('postgres',
 	'CREATE TABLE control (stop boolean NOT NULL); INSERT INTO control VALUES (false)');
 my $run = SnowflakeTest::start_psql(

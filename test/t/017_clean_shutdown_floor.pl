@@ -1,16 +1,9 @@
 # A clean shutdown leaves an exact floor; a crash leaves the reservation.
-#
-# With snowflake.reserve_ahead = 5s, a burst of IDs drives the durable
-# reservation seconds past the newest ID.  After a fast shutdown,
-# $PGDATA/snowflake.reservation holds exactly the newest ID's timestamp,
-# and the next start resumes just above it: the first ID is larger than
-# every earlier one, its timestamp is at most max(newest + 1 ms, the clock),
-# far below the old reservation, with no "behind the snowflake reservation"
-# WARNING and no wait for the clock.  After a crash (a backend killed with
-# SIGKILL, so the postmaster re-initialises), generation resumes above the
-# reservation instead, as shared memory is not trusted.  An immediate
-# shutdown still ends with every process gone and shared memory intact, so
-# it leaves the exact floor too (WAL replay at the next start may raise it).
+# After a burst drives the reservation (reserve_ahead 5 s) past the newest
+# ID, a fast or immediate shutdown leaves the newest ID's timestamp in
+# snowflake.reservation and the next start resumes just above it, without
+# the gap WARNING or a wait; after a SIGKILL crash, generation resumes above
+# the reservation, shared memory not being trusted.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -95,8 +88,10 @@ cmp_ok($first, '>', $last, 'the first ID after the restart is larger than every 
 my $bound = $last_ms + 1 > $clock_after ? $last_ms + 1 : $clock_after;
 cmp_ok($first_ms, '<=', $bound,
 	'its timestamp is at most max(newest + 1 ms, the clock): the exact floor');
-cmp_ok($first_ms, '<', $reserved_before,
-	'and below the reservation the server had before the shutdown');
+# On a slow machine the restart may outlast the reservation: then the
+# clock itself is the floor.
+cmp_ok($first_ms, '<', $reserved_before > $clock_after ? $reserved_before : $clock_after + 1,
+	'and below the reservation the server had before the shutdown, unless the clock passed it');
 is(behind_warnings($offset), 0, 'no "behind the snowflake reservation" WARNING');
 is($node->safe_psql('postgres', 'SELECT overflow_waits FROM snowflake_status()'),
 	'0', 'no wait for the clock');
@@ -122,9 +117,8 @@ $offset = -s $node->logfile;
 kill 'KILL', $victim_pid;
 $victim->finish;
 $node->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
-# Polling during crash recovery can fail on its own: a psql that cannot
-# connect exits before reading its query, and IPC::Run dies writing it
-# (seen under load, where recovery took 1.6 s).  Wait for the state first.
+# Polling during crash recovery can fail (a psql that cannot connect exits
+# unread): wait for the state in the log first.
 $node->wait_for_log(qr/database system is ready to accept connections/, $offset);
 $node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
   or die 'the server did not come back after the crash';

@@ -1,19 +1,8 @@
 # The data-directory layout check uses the saved reservation, and the layout
-# file is written only once the server has started.
-#
-# (i) A node runs with its clock 3 days ahead (libfaketime) and issues IDs,
-# so its reservation lies 3 days past the real time.  Started again with the
-# real clock and the epoch 2 days earlier, its new IDs would start below the
-# old ones if they followed the clock: the server must refuse to start,
-# although the change is safe within the 24 h 1 min any run can reach ahead
-# of its clock.  A database whose layout history is checked without the
-# data directory's record must refuse snowflake_nextval() for the same
-# reason (a change of epoch and sequence bits that only the reservation
-# shows to be unsafe).
-#
-# (ii) A safe layout change whose start fails after snowflake was loaded
-# (shared_preload_libraries also names a library that does not exist) does
-# not record the new layout: going back to the old settings starts.
+# file is written only once the server has started: (i) after a run with the
+# clock 3 days ahead, an epoch 2 days earlier is refused at start and by the
+# database's history, though safe within 24 h 1 min of the clock; (ii) a
+# safe layout change whose start fails after snowflake loaded records nothing.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -27,39 +16,13 @@ use SnowflakeClock;
 my $day_ms = 86_400_000;
 my $epoch_ms = 1735689600000;    # the default epoch, 2025-01-01
 
-# A node, not started, whose snowflake settings and preload list come from
-# snowflake.conf (write_settings): included last, it overrides the preload
-# line that new_node writes.
 sub new_node
 {
-	my ($name) = @_;
-	my $node = SnowflakeTest::new_node(
-		$name,
-		settings => { timezone => 'UTC' },
-		conf => "include 'snowflake.conf'\n",
-		start => 0);
-	write_settings($node);
-	return $node;
+	return SnowflakeTest::settings_node($_[0], settings => { timezone => 'UTC' });
 }
 
-# Replaces the node's snowflake settings (and its preload list).
-sub write_settings
-{
-	my ($node, %settings) = @_;
-	my $preload = delete $settings{preload} // 'snowflake';
-	my $file = $node->data_dir . '/snowflake.conf';
-	open my $fh, '>', $file or die "could not write $file: $!";
-	print $fh "shared_preload_libraries = '$preload'\n";
-	print $fh "snowflake.$_ = '$settings{$_}'\n" for sort keys %settings;
-	close $fh;
-}
-
-sub describe
-{
-	my ($epoch_text, $seq_bits) = @_;
-	return "epoch $epoch_text 00:00:00+00, 3 node bits, 7 worker bits, "
-	  . "$seq_bits sequence bits";
-}
+*write_settings = \&SnowflakeTest::write_settings;
+*describe = \&SnowflakeTest::layout_text;
 
 # --- (i) the reservation bounds the old IDs ---------------------------------------
 my $node = new_node('ahead');
@@ -89,22 +52,18 @@ like(
 is(slurp_file($layout_file), $saved_layout, 'the layout file is unchanged');
 
 # The database's own check, without the data directory's record: an epoch
-# earlier by a whole number of days just over the epoch's age, with one
-# sequence bit less.  Within 24 h 1 min of the clock that is a successor;
-# from the reservation, 3 days ahead, it is not.
+# earlier by just over its age in days, one sequence bit less, is a successor
+# within 24 h 1 min of the clock, not from the reservation 3 days ahead.
 my $age_days = int((time() * 1000 - $epoch_ms) / $day_ms) + 1;
 my $earlier = strftime('%Y-%m-%d', gmtime($epoch_ms / 1000 - $age_days * 86400));
 write_settings($node, epoch => $earlier, sequence_bits => 11);
 unlink $layout_file or die "could not remove $layout_file: $!";
 $node->start;
-my ($stdout, $stderr);
-$node->psql(
+my (undef, $stdout, $stderr) = $node->psql(
 	'postgres', q(
 SET snowflake.clock_wait_timeout = 0;
 SELECT snowflake_nextval();
-),
-	stdout => \$stdout,
-	stderr => \$stderr);
+));
 is($stdout, '', "epoch $earlier, 11 sequence bits: no ID is issued");
 like(
 	$stderr,
@@ -117,9 +76,7 @@ like(
 $node->stop;
 
 # Back to the layout the IDs were issued under.
-open my $fh, '>', $layout_file or die "could not write $layout_file: $!";
-print $fh $saved_layout;
-close $fh;
+SnowflakeTest::write_file($layout_file, $saved_layout);
 write_settings($node);
 ok($node->start(fail_ok => 1), 'with the old settings again, the server starts');
 $node->stop;
@@ -155,12 +112,10 @@ if (ok($node->start(fail_ok => 1), 'back to the old settings, the server starts'
 # And the change itself, started properly, is recorded.
 write_settings($node, sequence_bits => 13);
 $node->start;
-# The worker records it soon after the start: wait for that state, up to
-# the framework's timeout (was: 10 s).
+# The worker records it soon after the start.
 ok( SnowflakeTest::wait_until(
 		sub { slurp_file($layout_file) eq "$epoch_ms 3 7 13\n" },
 		'the new layout in the layout file'),
 	'a start that succeeds records the new layout without any ID');
 $node->stop;
-
 done_testing();

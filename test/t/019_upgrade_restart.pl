@@ -1,12 +1,8 @@
-# Upgrade from 1.0, then a quick restart.  snowflake 1.0 wrote
-# $PGDATA/snowflake.layout but no snowflake.reservation, and let IDs run up
-# to its largest max_drift, 60 s, ahead of the clock.  A data directory in
-# that state is simulated: a node issues IDs with its clock 55 s ahead
-# (libfaketime), stops, and loses its reservation file.  Started again at
-# once with the real clock and max_drift = 45 s, every new ID must be larger
-# than every old one: the floor is the start + 60 s + 1 ms, whatever
-# max_drift is now.  From this start on the directory has a reservation
-# file again, written as the server starts, before any ID.
+# Upgrade from 1.0, then a quick restart: 1.0 kept no reservation file and let
+# IDs run up to 60 s ahead.  A node issues IDs 55 s ahead (libfaketime), stops
+# and loses its reservation file; restarted at once with the real clock and
+# max_drift 45 s, every new ID is above every old one (floor: start + 60 s +
+# 1 ms), and the reservation file is written as the server starts.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -26,8 +22,7 @@ my $node = SnowflakeTest::new_node(
 	start => 0);
 my $reservation_file = $node->data_dir . '/snowflake.reservation';
 
-# Waits until the reservation file exists, up to the framework's timeout
-# (was: 30 s); returns its content.
+# Waits until the reservation file exists; returns its content.
 sub reservation_written
 {
 	SnowflakeTest::wait_until(sub { -e $reservation_file }, 'the reservation file');
@@ -75,5 +70,4 @@ cmp_ok($min_new_ms, '>', $start_ms + 60_000,
 is($node->safe_psql('postgres', 'SELECT count(*) - count(DISTINCT id) FROM ids'),
 	'0', 'no ID occurs twice');
 $node->stop;
-
 done_testing();

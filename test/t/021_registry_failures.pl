@@ -1,20 +1,9 @@
-# When the node registry cannot run, snowflake_status() and the log say
-# why (with a HINT that gives the fix), the last finding stands, and
-# snowflake.on_node_collision still works on reload.  snowflake.database
-# names "postgres" here: one registry, in that database
-# (046_registry_every_database.pl covers the default, '').
-#
-# A running peer with our node id is faked in snowflake_nodes (a row whose
-# beat count keeps growing), so that the registry finds a collision and,
-# with on_node_collision = error, snowflake_nextval() refuses.  Then the
-# registry is broken in three ways: the extension is dropped in its
-# database, a deferrable trigger is put on its table, and it names a
-# database that does not exist; a database read-only by default does not
-# stop it.  Each is reported; a collision block stays while the registry
-# cannot run (nothing shows the peer gone) but lifts on a reload with
-# on_node_collision = warn, and comes back with error; once the registry
-# runs again and the peer is gone, generation resumes.
-
+# When the node registry (in "postgres" here) cannot run, snowflake_status()
+# and the log say why with a HINT giving the fix, and the last finding stands:
+# with a faked running peer of our node id, on_node_collision = error refuses
+# IDs; dropping the extension, a deferrable trigger on its table, or a missing
+# database stop the registry (a read-only default does not); the block stays
+# until a reload to warn or the registry finds the peer gone.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -51,7 +40,6 @@ sub set_policy
 my $blocked = qr/ERROR:  \Q$SnowflakeRegistryPeer::collision\E/;
 
 # --- a collision, found by a registry that runs --------------------------------
-
 is(nextval(), 't', 'IDs before any collision');
 ok( $node->poll_query_until(
 		'app', 'SELECT registry_last_round IS NOT NULL AND registry_problem IS NULL
@@ -64,7 +52,6 @@ ok($node->poll_query_until('app', 'SELECT node_collision FROM snowflake_status()
 like(nextval(), $blocked, 'on_node_collision = error refuses IDs');
 
 # --- the extension is dropped in the registry's database ----------------------
-
 my $log_offset = -s $node->logfile;
 $node->safe_psql('postgres', 'DROP EXTENSION snowflake');
 $beating->finish;    # its table is gone
@@ -89,7 +76,6 @@ set_policy('error');
 like(nextval(), $blocked, 'a reload with error brings it back');
 
 # --- the registry runs again, and the peer is gone ------------------------------
-
 $node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
 ok( $node->poll_query_until(
 		'app', 'SELECT NOT node_collision AND registry_problem IS NULL
@@ -98,10 +84,8 @@ ok( $node->poll_query_until(
 is(nextval(), 't', 'IDs again');
 
 # --- the database's defaults for its clients: rounds go on ----------------------
-# default_transaction_read_only, the timeouts and exit_on_error are the
-# database owner's to set for its clients; the worker pins its own, or that
-# owner could turn the detection of collisions off (read-only rounds
-# refuse, a 1 ms timeout cancels them, exit_on_error makes any error FATAL).
+# The worker pins its own read-only, timeout and exit_on_error settings, or
+# the database owner could turn collision detection off.
 
 my $worker_pid = q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'snowflake registry'};
 my $old_pid = $node->safe_psql('app', $worker_pid);
@@ -140,7 +124,6 @@ ok( $node->poll_query_until(
 	'the problem clears when rounds complete again');
 
 # --- the registry's database does not exist ------------------------------------
-
 $node->append_conf('postgresql.conf', "snowflake.database = 'nosuchdb'");
 $node->restart;
 ok( $node->poll_query_until(

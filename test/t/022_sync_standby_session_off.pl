@@ -1,14 +1,8 @@
 # Whether a reservation waits for the synchronous standbys is the server's
-# decision, not the calling session's: a session with synchronous_commit =
-# off must not publish, for every session, a reservation no standby has
-# confirmed.
-#
-# The primary replicates synchronously to one standby.  The standby stops,
-# and the reservation the standby confirmed runs out.  A session with
-# synchronous_commit = off then asks for an ID: it must wait (here, until
-# its statement_timeout cancels it) instead of issuing one.  Once the
-# standby is back, IDs come again, above the earlier ones.
-
+# decision: with the standby stopped and its confirmed reservation run out, a
+# session with synchronous_commit = off waits for an ID (until its
+# statement_timeout) instead of issuing one; with the standby back, IDs come
+# again, above the earlier ones.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;

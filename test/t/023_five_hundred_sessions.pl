@@ -1,10 +1,7 @@
-# 500 concurrent sessions insert into one table whose primary key defaults
-# to snowflake_nextval(), as pgbench clients, 100 rows each: with the
-# default layout (128 worker slots) and with snowflake.worker_bits = 2 (4
-# slots, 125 sessions each).  Every session gets IDs: no transaction
-# fails, no ID repeats, and each session's IDs strictly increase in the
-# order it inserted them.  All 500 sessions were attached at once, spread
-# evenly over the slots, and pg_locks showed each of them.
+# 500 concurrent pgbench sessions insert 100 rows each into a table keyed by
+# snowflake_nextval(), with 128 and with 4 worker slots: no transaction fails,
+# no ID repeats, each session's IDs strictly increase, and all 500 were
+# attached at once, evenly spread, each shown in pg_locks.
 use strict;
 use warnings;
 use IPC::Run;
@@ -14,17 +11,13 @@ use SnowflakeTest;
 use Test::More;
 
 my $clients = 500;
-# A count, not a duration: pgbench connects every client before the first
-# transaction, and on a slow machine that alone can outlast a -T run.
+# A count, not a duration: connecting 500 clients can outlast a -T run.
 my $transactions = 100;
 my $slot_lock_class = 1936617335;
 
-# One row per insert: the session (its backend's pid, stable for the whole
-# run since pgbench keeps its connections) and "n", which grows with the
-# order of the inserts of each session.
-# After each insert a client passes a gate: a shared advisory lock that
-# waits while the test holds the exclusive one.  The test holds it until it
-# has seen all the clients attached, so none can finish and detach first.
+# One row per insert: the session (its backend's pid) and "n", growing per
+# session.  After each insert a client passes a gate (a shared advisory lock)
+# that the test holds until it has seen all the clients attached.
 my $gate_key = 4242;
 my $insert_script = "INSERT INTO t (v) VALUES (1);\n"
   . "SELECT pg_advisory_lock_shared($gate_key);\n"
@@ -126,5 +119,4 @@ SELECT count(*) FROM (SELECT session FROM t GROUP BY session
 
 run_layout('default_layout', 7);
 run_layout('four_slots', 2);
-
 done_testing();

@@ -1,21 +1,16 @@
-# Sessions that share a worker slot and end abruptly.  With
-# snowflake.worker_bits = 0 every session shares the one slot.  While three
-# sessions insert rows whose primary key defaults to snowflake_nextval(), a
-# fourth that generates on the same slot is ended with
-# pg_terminate_backend(): it is detached (snowflake_workers, pg_locks and
-# snowflake_status() stop counting it) and the others go on unharmed.  Then
-# a backend is killed with SIGKILL while another session shares its slot,
-# making the postmaster restart: every ID issued after the restart is
-# larger than every ID issued before it, and lies after the last timestamp
-# the shared slot had reached.  Over the whole test no ID the test saw
-# (committed rows and IDs returned to the client) occurs twice, and each
-# session's committed IDs strictly increase.
+# Sessions sharing the one worker slot (worker_bits = 0) end abruptly: one
+# ended by pg_terminate_backend() is detached from snowflake_workers, pg_locks
+# and snowflake_status() while the others insert on unharmed; after a SIGKILL
+# crash restart every new ID is above every old one and after the shared
+# slot's last timestamp; no ID the test saw repeats, and each session's
+# committed IDs strictly increase.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use Test::More;
+use List::Util ();
 
 my $slot_lock_class = 1936617335;
 my $inserters = 3;
@@ -68,7 +63,6 @@ sub wait_generating
 }
 
 # --- pg_terminate_backend of one of the sessions sharing the slot -----------
-
 my $doomed = $node->background_psql('postgres');
 my $doomed_pid = $doomed->query_safe('SELECT pg_backend_pid()');
 $doomed->query_safe('SELECT snowflake_nextval()');
@@ -114,7 +108,6 @@ ok( $node->poll_query_until(
 	'every session detached');
 
 # --- SIGKILL of a session sharing the slot: crash restart ---------------------
-
 my $bystander = $node->background_psql('postgres');
 my $victim = $node->background_psql('postgres');
 my $victim_pid = $victim->query_safe('SELECT pg_backend_pid()');
@@ -137,15 +130,7 @@ my $slot_mark = $node->safe_psql(
 	'postgres', q{
 SELECT (extract(epoch FROM max(last_timestamp)) * 1000)::bigint FROM snowflake_workers});
 
-my $log_offset = -s $node->logfile;
-ok(kill('KILL', $victim_pid), "SIGKILL sent to backend $victim_pid");
-$node->wait_for_log(qr/all server processes terminated; reinitializing/, $log_offset);
-# Polling before the restart is done can fail on its own: a psql that
-# cannot connect exits before reading the query from its stdin, and
-# IPC::Run dies writing to it ("ack Broken pipe").
-$node->wait_for_log(qr/database system is ready to accept connections/, $log_offset);
-ok($node->poll_query_until('postgres', 'SELECT true'),
-	'the server accepts connections again after the crash restart');
+SnowflakeTest::crash_backend($node, $victim_pid);
 ok(!$victim->{run}->finish, 'the victim psql exited with an error');
 $bystander->quit;
 is(slot_use(), '0|0|0|0', 'after the restart nobody is attached');
@@ -158,12 +143,8 @@ my $first_after = $node->safe_psql('postgres', "SELECT min(id) FROM seen WHERE p
 $after->quit;
 
 # --- What the test saw --------------------------------------------------------
-
-my $max_before = $node->safe_psql('postgres', "SELECT max(id) FROM seen WHERE phase = 'before'");
-for my $id (@returned)
-{
-	$max_before = $id if $id > $max_before;
-}
+my $max_before = List::Util::max(@returned,
+	$node->safe_psql('postgres', "SELECT max(id) FROM seen WHERE phase = 'before'"));
 cmp_ok($first_after, '>', $max_before,
 	'every ID after the crash restart is larger than every ID before it');
 cmp_ok(

@@ -1,14 +1,7 @@
-# The JavaScript-safe layout: 2 node bits, 2 worker bits and 8 sequence
-# bits, 12 bits below the timestamp, so that every ID of the 69.7 years
-# from the epoch stays below 2^53 and survives a JSON number or a
-# JavaScript Number unchanged.
-#
-# A server runs the layout as node 3.  Eight sessions at once (twice the
-# four worker ids) each take many IDs; every ID is below 2^53, unique,
-# increasing per session, and decodes exactly: its bits are the decoded
-# fields.  The bounds show the 2^53 line falls exactly after the layout's
-# 2^41st millisecond.
-
+# The JavaScript-safe layout (2 node, 2 worker, 8 sequence bits): every ID of
+# its 69.7 years stays below 2^53.  Eight sessions at once on node 3 take many
+# IDs, each below 2^53, unique, increasing per session, its bits the decoded
+# fields; the 2^53 line falls right after the layout's 2^41st millisecond.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;

@@ -1,11 +1,6 @@
-# In binary-upgrade mode (the mode pg_upgrade starts both clusters in) the
-# extension starts no background worker: pg_upgrade drops and recreates the
-# database "postgres" of the new cluster, which fails while a worker holds a
-# connection to it.
-#
-# A cluster with the extension preloaded, started with -b as pg_upgrade
-# does: no snowflake worker runs, and "postgres" can be dropped.  A real
-# pg_upgrade runs in 027_pg_upgrade_state.pl.
+# In binary-upgrade mode (pg_upgrade's, -b) the extension starts no
+# background worker, so "postgres" can be dropped and recreated as
+# pg_upgrade does; outside it, the workers run.  027 runs a real pg_upgrade.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -13,9 +8,7 @@ use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use Test::More;
 
-# log_min_messages = debug1: the postmaster logs each background worker
-# it registers, so the test can see that none is registered, rather than
-# wait for one to start.
+# log_min_messages = debug1: the postmaster logs each worker it registers.
 my $registered = qr/registering background worker "snowflake/;
 
 my $workers = q{SELECT count(*) FROM pg_catalog.pg_stat_activity
@@ -27,9 +20,8 @@ my $node = SnowflakeTest::new_node('binary_upgrade',
 like(slurp_file($node->logfile), $registered,
 	'in normal mode the log shows the workers being registered');
 $node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
-# Outside binary-upgrade mode the workers run: the reservation worker, the
-# registry launcher, and the registry it started in "postgres", which has
-# the extension.
+# Outside binary-upgrade mode the reservation worker, the registry launcher
+# and the registry of "postgres" run.
 ok($node->poll_query_until('postgres', "SELECT ($workers) = 3"),
 	'the workers run in normal mode');
 $node->stop;
@@ -40,9 +32,7 @@ system_or_bail('pg_ctl', '-w', '-D', $node->data_dir, '-l', $node->logfile,
 like(slurp_file($node->logfile, $log_offset),
 	qr/LOG:  snowflake starts no background worker in binary-upgrade mode/,
 	'the server says it starts no worker');
-# The postmaster registers workers as it loads the library, before it
-# accepts connections: none registered now means none will start.  (Was:
-# pg_sleep(3), then no worker seen, which assumed one starts within 3 s.)
+# Workers are registered before connections are accepted: none now, none ever.
 unlike(slurp_file($node->logfile, $log_offset),
 	$registered, 'no worker is registered in binary-upgrade mode');
 is($node->safe_psql('postgres', $workers), '0', 'no worker runs in binary-upgrade mode');
@@ -51,5 +41,4 @@ my ($ret, $stdout, $stderr) = $node->psql('template1', 'DROP DATABASE postgres')
 is($ret, 0, 'DROP DATABASE postgres succeeds in binary-upgrade mode');
 is($stderr, '', 'and reports nothing');
 system_or_bail('pg_ctl', '-w', '-D', $node->data_dir, '-m', 'fast', 'stop');
-
 done_testing();

@@ -1,38 +1,26 @@
-# pg_upgrade, and dump and restore, into a new data directory whose clock
-# is 1 h behind the old one's.  The extension's state outside the catalog
-# (snowflake.layout, snowflake.reservation) does not come along by itself.
-#
-# 1. pg_upgrade, from SNOWFLAKE_PG_UPGRADE_FROM (an older installation, set
-#    by test/run-tests.sh when it ran an older source-built version before
-#    this one) or else from this installation to itself:
-#    - pg_upgrade's binary-upgrade start marks the new data directory, not
-#      the old one;
-#    - without the state files carried, the new server refuses to start
-#      with SQLSTATE 55000 and says which files to copy;
-#    - with the layout and reservation carried but a lease space set, it
-#      still refuses until the lease files come too; then a lease taken
-#      before the upgrade is held with its token and worker id;
-#    - the files are carried by the recipe of docs/operations.md, read
-#      from the page (SnowflakeDocs), first from a directory without the
-#      lease files, then from the old data directory;
-#    - with them carried and the clock 1 h back: the layout in force is
-#      kept, old IDs decode as before, and snowflake_nextval() fails with
-#      55000 after the bounded wait (max_drift 1 s), or, with max_drift
-#      2 h, issues IDs above every old one.  Never a lower ID.
-# 2. pg_dump and restore into a fresh cluster, its clock 1 h back, with the
-#    documented procedure: the old reservation replaces the new one if it
-#    is later.  New IDs lie above every old one.
-# Both carry a table keyed by the snowflake type, with a foreign key of
-# that type: its column types, constraints and JSON strings come along.
+# pg_upgrade (from SNOWFLAKE_PG_UPGRADE_FROM, or this installation to
+# itself), dump and restore, and the Debian pg_upgradecluster hook, into new
+# data directories whose clock is 1 h behind.  The state files do not come
+# along by themselves: without them the new server refuses to start (55000)
+# naming the files; carried by the recipe of docs/operations.md, the layout
+# is kept, leases stay held, old IDs decode as before and new IDs lie above
+# every old one (or, with max_drift 1 s, none is issued).  The hook, under
+# stubs of pg_lsclusters and pg_ctlcluster over paths with spaces, carries
+# the files for pg_upgrade's methods and for dump, and at finish merges
+# lease states, refusing two held leases of one worker id or a running new
+# cluster without the old state.  A snowflake-typed table with a foreign key
+# keeps its types, constraint and JSON strings.
 use strict;
 use warnings;
 use File::Copy;
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use Test::More;
 use SnowflakeClock;
 use SnowflakeDocs;
+use SnowflakeUpgrade;
 
 my %settings = (
 	'snowflake.node_id' => 1,
@@ -50,11 +38,7 @@ my @alike = (init => [ extra => ['--data-checksums'] ], settings => \%settings);
 my $old = SnowflakeTest::new_node('old', install => \@install, @alike, start => 0);
 my $new = SnowflakeTest::new_node('new', @alike, start => 0);
 $old->start;
-$old->safe_psql(
-	'postgres', q{
-CREATE EXTENSION snowflake;
-CREATE TABLE items (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), n int);
-INSERT INTO items (n) SELECT g FROM generate_series(1, 1000) AS g;
+my ($old_max, $old_token, $old_worker) = SnowflakeUpgrade::fill_old_cluster($old, 'before-upgrade', q{
 CREATE TABLE tagged (id snowflake PRIMARY KEY DEFAULT snowflake_nextval(),
                      parent snowflake REFERENCES tagged);
 INSERT INTO tagged (id) SELECT id FROM items WHERE n <= 10;
@@ -70,27 +54,13 @@ my $tagged_query = q{SELECT string_agg(format_type(atttypid, atttypmod), ',' ORD
 my $tagged_before = $old->safe_psql('postgres', $tagged_query);
 like($tagged_before, qr/\Asnowflake,snowflake\n\[\{"id":"\d+","parent":null\}, \n \{"id":"\d+","parent":"\d+"\}/,
 	'the snowflake-typed table before: JSON strings');
-my $old_max = $old->safe_psql('postgres', 'SELECT max(id) FROM items');
-my $old_lease = $old->safe_psql('postgres',
-	q{SELECT token || '|' || worker_id FROM snowflake_lease_worker('before-upgrade', interval '1 hour')});
 $old->stop;
 my $old_layout = slurp_file($old->data_dir . '/snowflake.layout');
 my $old_reservation = slurp_file($old->data_dir . '/snowflake.reservation');
 
 # pg_upgrade writes its reports into the current directory.
 chdir PostgreSQL::Test::Utils::tempdir;
-command_ok(
-	[
-		'pg_upgrade', '--no-sync',
-		'-d', $old->data_dir,
-		'-D', $new->data_dir,
-		'-b', $old->config_data('--bindir'),
-		'-B', $new->config_data('--bindir'),
-		'-s', $new->host,
-		'-p', $old->port,
-		'-P', $new->port,
-	],
-	'pg_upgrade with the extension preloaded in both clusters');
+SnowflakeUpgrade::pg_upgrade_ok($old, $new, 'pg_upgrade with the extension preloaded in both clusters');
 ok(-f $new->data_dir . '/snowflake.upgraded',
 	'the binary-upgrade start marked the new data directory');
 ok(!-e $new->data_dir . '/snowflake.reservation',
@@ -109,27 +79,14 @@ ok(!-e $new->data_dir . '/snowflake.reservation',
 	'the refused start wrote no reservation');
 
 # --- carried, clock 1 h back, max_drift 1 s ------------------------------
-# The copy is the recipe of docs/operations.md ("Upgrading PostgreSQL"),
-# read from the page and run with bash as the docs tier runs sh blocks.
-my $copy_state = SnowflakeDocs::block('docs/operations.md', 'copy-state-files');
-sub copy_state_files
-{
-	my ($from, $what) = @_;
-	local $ENV{OLD_PGDATA} = $from;
-	local $ENV{NEW_PGDATA} = $new->data_dir;
-	command_ok([ 'bash', '-euo', 'pipefail', '-c', $copy_state ],
-		"the documented copy of the state files, $what");
-	return;
-}
-# First from a directory with the layout and the reservation alone: the
-# recipe copies what exists and skips the rest.
+# docs/operations.md's recipe, first from a directory without lease files.
 my $partial = PostgreSQL::Test::Utils::tempdir;
 for my $file ('snowflake.layout', 'snowflake.reservation')
 {
 	copy($old->data_dir . "/$file", "$partial/$file")
 	  or die "copying $file: $!";
 }
-copy_state_files($partial, 'from a directory without lease files');
+SnowflakeUpgrade::copy_state_files_ok($partial, $new, 'from a directory without lease files');
 is(slurp_file($new->data_dir . '/snowflake.reservation'),
 	slurp_file($old->data_dir . '/snowflake.reservation'),
 	'the recipe copied the reservation');
@@ -142,15 +99,13 @@ like(
 	slurp_file($new->logfile, $log_offset),
 	qr/FATAL:  this data directory was built by pg_upgrade, and snowflake's lease files were not carried into it\n.*DETAIL:  Without the old data directory's snowflake.leases and snowflake.lease_state, worker ids that applications still hold could be leased again./s,
 	'it names the lease files');
-copy_state_files($old->data_dir, 'from the old data directory');
+SnowflakeUpgrade::copy_state_files_ok($old->data_dir, $new, 'from the old data directory');
 is(slurp_file($new->data_dir . '/snowflake.lease_state'),
 	slurp_file($old->data_dir . '/snowflake.lease_state'),
 	'the recipe copied the lease state');
 SnowflakeClock::start($new, -3600);
-my ($old_token, $old_worker) = split /\|/, $old_lease;
-is($new->safe_psql('postgres',
-		"SELECT state || '|' || worker_id FROM snowflake_leases WHERE token = $old_token"),
-	"held|$old_worker", 'the lease taken before the upgrade is held, on its worker id');
+SnowflakeUpgrade::lease_held_ok($new, $old_token, $old_worker,
+	'the lease taken before the upgrade is held, on its worker id');
 cmp_ok($new->safe_psql('postgres',
 		q{SELECT token FROM snowflake_lease_worker('after-upgrade', interval '1 minute')}),
 	'>', $old_token, 'a new grant gets a larger token');
@@ -160,11 +115,8 @@ ok(abs($offset + 3600) < 1 + $uncertainty,
 ok(!-e $new->data_dir . '/snowflake.upgraded', 'the marker is gone once the state came');
 is($new->safe_psql('postgres', $decode_query), $decoded_before,
 	'old IDs decode as before the upgrade');
-my ($stdout, $stderr);
-$new->psql(
-	'postgres', "\\set VERBOSITY verbose\nSELECT snowflake_nextval()",
-	stdout => \$stdout,
-	stderr => \$stderr);
+my (undef, $stdout, $stderr) =
+  $new->psql('postgres', "\\set VERBOSITY verbose\nSELECT snowflake_nextval()");
 is($stdout, '', 'clock 1 h back, max_drift 1 s: no ID is issued');
 like($stderr, qr/ERROR:  55000: system clock is \d+ ms behind the next snowflake ID/,
 	'snowflake_nextval() fails with SQLSTATE 55000');
@@ -225,4 +177,215 @@ cmp_ok($fresh->safe_psql('postgres', 'SELECT min(id) FROM items WHERE n > 1000')
 	'>', $old_max, 'after the restore, every new ID lies above every old one');
 $fresh->stop;
 
+# --- 3. the pg_upgradecluster hook --------------------------------------------
+# Stubs of pg_lsclusters -j and pg_ctlcluster for clusters 15 (old) and 18
+# (new), and a stand-in for pg_upgradecluster, whose command line the hook
+# reads the old cluster's name from and which runs it as run-parts does.
+my $bin = PostgreSQL::Test::Utils::tempdir;
+my $hook = "$bin/snowflake-15";
+copy(SnowflakeDocs::root() . '/debian/pg_upgradecluster-hook', $hook) or die "copy: $!";
+chmod 0755, $hook;
+SnowflakeTest::write_file("$bin/pg_upgradecluster",
+	"#!/bin/bash\n# pg_upgradecluster [OPTIONS] OLD_VERSION OLD_CLUSTER\n"
+	  . "\"$hook\" 15 \"\$HOOK_NEW_CLUSTER\" 18 \"\$HOOK_PHASE\"\nexit \$?\n");
+chmod 0755, "$bin/pg_upgradecluster";
+
+# %clusters: "VERSION/NAME" => a node, or a plain directory.
+sub stub_clusters
+{
+	my (%clusters) = @_;
+	my ($ls, $ctl) = ('', '');
+	for my $name (sort keys %clusters)
+	{
+		my $c = $clusters{$name};
+		my $dir = ref $c ? $c->data_dir : $c;
+		my $spaced = "$bin/data of " . ($name =~ s{/}{ }r);
+		unlink $spaced;
+		symlink $dir, $spaced or die "symlink: $!";
+		$ls .= "\"$name\") d=\"$spaced\" ;;\n";
+		$ctl .= sprintf "\"%s\") d=\"%s\" l=\"%s\" ;;\n", $name, $dir, $c->logfile if ref $c;
+	}
+	SnowflakeTest::write_file("$bin/pg_lsclusters",
+		"#!/bin/bash\n# pg_lsclusters -j VERSION CLUSTER\n"
+		  . "[ \"\$1\" = -j ] || exit 2\ncase \"\$2/\$3\" in\n$ls*) exit 1 ;;\nesac\n"
+		  . "r=0; [ -f \"\$d/postmaster.pid\" ] && r=1\n"
+		  . "printf '[{\"version\":\"%s\",\"cluster\":\"%s\",\"pgdata\":\"%s\",\"running\":%s,\"recovery\":0}]\\n' \"\$2\" \"\$3\" \"\$d\" \"\$r\"\n");
+	SnowflakeTest::write_file("$bin/pg_ctlcluster",
+		"#!/bin/bash\n# pg_ctlcluster VERSION CLUSTER start|stop [-o OPTIONS]\n"
+		  . "case \"\$1/\$2\" in\n$ctl*) exit 1 ;;\nesac\n"
+		  . "if [ \"\$4\" = -o ]; then exec pg_ctl -w -D \"\$d\" -l \"\$l\" -o \"\$5\" \"\$3\"; fi\n"
+		  . "exec pg_ctl -w -D \"\$d\" -l \"\$l\" \"\$3\"\n");
+	chmod 0755, "$bin/pg_lsclusters", "$bin/pg_ctlcluster";
+	return;
+}
+
+# Runs the hook's $phase under the stand-in of "pg_upgradecluster @args"
+# (default: 15 main), for the new cluster main; returns (ok, stdout, stderr).
+sub hook
+{
+	my ($phase, %opts) = @_;
+	local %ENV = (%ENV, PATH => "$bin:$ENV{PATH}", HOOK_PHASE => $phase,
+		HOOK_NEW_CLUSTER => 'main', %{ $opts{env} // {} });
+	my ($out, $err) = ('', '');
+	my $ok = IPC::Run::run([ "$bin/pg_upgradecluster", @{ $opts{args} // [ '15', 'main' ] } ],
+		'>', \$out, '2>', \$err);
+	return ($ok, $out, $err);
+}
+
+sub run_hook
+{
+	my ($phase, $what, %opts) = @_;
+	my ($ok, $out, $err) = hook($phase, %opts);
+	ok($ok, "the hook's $phase phase, $what") or diag("$out$err");
+	return $out;
+}
+
+sub refused_hook
+{
+	my ($phase, $what, $refusal, %opts) = @_;
+	my ($ok, $out, $err) = hook($phase, %opts);
+	ok(!$ok, "the hook's $phase phase refuses: $what");
+	like($err, $refusal, "$what: the refusal says why and the fix");
+	return;
+}
+
+# A lease live across the upgrade ($lease, or a new one), and the newest ID.
+sub before_hook
+{
+	my ($lease) = @_;
+	$old->start;
+	$lease //= $old->safe_psql('postgres',
+		q{SELECT token || '|' || worker_id FROM snowflake_lease_worker('hooked', interval '1 hour')});
+	$old->safe_psql('postgres', 'INSERT INTO items (n) SELECT -1 FROM generate_series(1, 100)');
+	return ($lease, $old->safe_psql('postgres', 'SELECT max(id) FROM items'));
+}
+sub lease_state_of
+{
+	my ($node, $token) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT state || '|' || worker_id FROM snowflake_leases WHERE token = $token");
+}
+sub check_after_hook
+{
+	my ($node, $lease, $max, $what) = @_;
+	my ($token, $worker) = split /\|/, $lease;
+	is(lease_state_of($node, $token), "held|$worker",
+		"$what: the live lease is held, on its worker id");
+	$node->safe_psql('postgres', 'INSERT INTO items (n) SELECT -2 FROM generate_series(1, 100)');
+	cmp_ok($node->safe_psql('postgres', 'SELECT min(id) FROM items WHERE n = -2'),
+		'>', $max, "$what: every new ID lies above every old one");
+	$node->safe_psql('postgres', 'DELETE FROM items WHERE n = -2');
+	return;
+}
+sub grant
+{
+	my ($node, $holder) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT token || '|' || worker_id FROM snowflake_lease_worker('$holder', interval '1 hour')");
+}
+
+# pg_upgrade's methods (upgrade, link, clone), with --rename: the old
+# cluster 15/legacy becomes 18/main, and another cluster 15/main exists.
+my ($hook_lease, $hook_max) = before_hook();
+# A second database with the extension: the restore creates it twice.
+$old->safe_psql('postgres', 'CREATE DATABASE second');
+$old->safe_psql('second', 'CREATE EXTENSION snowflake');
+$old->stop;
+my $decoy = PostgreSQL::Test::Utils::tempdir;
+SnowflakeTest::write_file("$decoy/snowflake.reservation", "1\n");
+my $hooked = SnowflakeTest::new_node('hooked', @alike, start => 0);
+stub_clusters('15/legacy' => $old, '15/main' => $decoy, '18/main' => $hooked);
+my @rename = (args => [ '--method=upgrade', '--rename', 'main', '15', 'legacy' ]);
+like(run_hook('init', 'pg_upgrade --rename', @rename), qr/carried snowflake.reservation/,
+	'init carries the reservation while the old cluster is down');
+is(slurp_file($hooked->data_dir . '/snowflake.reservation'),
+	slurp_file($old->data_dir . '/snowflake.reservation'),
+	'with --rename, from the old cluster, not from the old version\'s cluster of the new name');
+is(slurp_file($hooked->data_dir . '/snowflake.lease_state'),
+	slurp_file($old->data_dir . '/snowflake.lease_state'), 'and the lease state');
+SnowflakeUpgrade::pg_upgrade_ok($old, $hooked, 'pg_upgrade after the init phase');
+ok(!-e $hooked->data_dir . '/snowflake.upgraded', 'with the files carried, no marker');
+$hooked->append_conf('postgresql.conf', "snowflake.max_drift = '2h'\n");
+# pg_upgradecluster starts the new cluster before finish: a lease is
+# released and another granted there first.
+SnowflakeClock::start($hooked, -3600);
+$hooked->safe_psql('postgres', "SELECT snowflake_release_lease($old_token, NULL)");
+my $started_lease = grant($hooked, 'after-start');
+like(run_hook('finish', 'pg_upgrade --rename', @rename), qr/18\/main holds the state of 15\/legacy/,
+	'finish finds the files carried, by their contents');
+check_after_hook($hooked, $hook_lease, $hook_max, 'pg_upgrade through the hook, clock 1 h back');
+is(lease_state_of($hooked, (split /\|/, $started_lease)[0]), "held|$old_worker",
+	'the lease granted before finish is held');
+ok(!-e $hooked->data_dir . '/snowflake.carried',
+	'the first start removes the note that the files were carried');
+$hooked->stop;
+
+# dump: pg_upgradecluster started both clusters with a temporary pg_hba.conf;
+# init restarts the new one with it; a lease granted after that is kept.
+($hook_lease, $hook_max) = before_hook($hook_lease);
+$old->safe_psql('postgres', "SELECT snowflake_release_lease($old_token, NULL)");
+my $restored = SnowflakeTest::new_node('restored', settings => \%settings, start => 0);
+$restored->append_conf('postgresql.conf', "snowflake.max_drift = '2h'\n");
+my $hba = "$bin/restricted hba.conf";
+copy($restored->data_dir . '/pg_hba.conf', $hba) or die "copy: $!";
+stub_clusters('15/main' => $old, '18/main' => $restored);
+SnowflakeClock::write_offset($restored, -3600);
+my %faked = SnowflakeClock::faked_env($restored);
+{
+	local %ENV = (%ENV, %faked);
+	system("$bin/pg_ctlcluster", '18', 'main', 'start', '-o', "-c hba_file='$hba'") == 0
+	  or die 'the restored cluster did not start';
+}
+$restored->_update_pid(1);
+like(run_hook('init', 'dump', env => \%faked), qr/carried snowflake.lease_state/,
+	'init carries the lease state while both clusters run');
+$restored->_update_pid(1);
+is($restored->safe_psql('postgres', 'SHOW hba_file'), $hba,
+	'init starts the new cluster again with pg_upgradecluster\'s pg_hba.conf');
+command_ok([ 'pg_dump', '-Fc', '-d', $old->connstr('postgres'), '-f', $dump ], 'pg_dump');
+command_ok([ 'pg_restore', '-d', $restored->connstr('postgres'), $dump ], 'pg_restore');
+$old->stop;
+$restored->stop;
+SnowflakeClock::start($restored);
+my $restored_lease = grant($restored, 'after-restore');
+like(run_hook('finish', 'dump'), qr/18\/main holds the state of 15\/main/,
+	'finish finds the new cluster holding the old state, and writes nothing');
+is(lease_state_of($restored, (split /\|/, $restored_lease)[0]), "held|$old_worker",
+	'the lease granted after the new cluster started is kept');
+check_after_hook($restored, $hook_lease, $hook_max, 'dump through the hook');
+$restored->stop;
+
+# A new cluster with leases of its own, not the old ones (a dump without the
+# hook at init): finish refuses, then merges; a rerun changes nothing.
+my $merged = SnowflakeTest::new_node('merged', settings => \%settings, extension => 'postgres');
+my ($hook_token, $hook_worker) = split /\|/, $hook_lease;
+my %fresh = map { (split /\|/)[1] => (split /\|/)[0] } grant($merged, 'fresh-a'), grant($merged, 'fresh-b');
+stub_clusters('15/main' => $old, '18/main' => $merged);
+$merged->stop;
+my $before_refusal = slurp_file($merged->data_dir . '/snowflake.lease_state');
+refused_hook('finish', 'two held leases of one worker id',
+	qr/worker id $hook_worker in 15\/main \(token $hook_token, holder "hooked".*worker id $hook_worker in 18\/main \(token $fresh{$hook_worker}, holder "fresh-.*both held.*\n.*fix: .*snowflake_release_lease\($fresh{$hook_worker}, NULL\)/);
+is(slurp_file($merged->data_dir . '/snowflake.lease_state'), $before_refusal,
+	'a refusal writes nothing');
+$merged->start;
+$merged->safe_psql('postgres', "SELECT snowflake_release_lease($fresh{$hook_worker}, NULL)");
+refused_hook('finish', 'the new cluster runs without the old state',
+	qr/18\/main runs and does not hold the state of 15\/main \(snowflake.lease_state.*differ\)\n.*fix: stop 18\/main .*SNOWFLAKE_OLD_CLUSTER=main .*snowflake-15 15 main 18 finish/);
+$merged->stop;
+like(run_hook('finish', 'the new cluster stopped'), qr/carried snowflake.lease_state/,
+	'finish merges the lease states while the new cluster is stopped');
+SnowflakeTest::write_file($merged->data_dir . '/snowflake.lease_state.snowflake-hook', "half written\n");
+like(run_hook('finish', 'again'), qr/18\/main holds the state of 15\/main/,
+	'a second run changes nothing');
+ok(!-e $merged->data_dir . '/snowflake.lease_state.snowflake-hook',
+	'and removes what a run that failed half way left');
+$merged->start;
+my ($other_worker) = grep { $_ != $hook_worker } keys %fresh;
+is(lease_state_of($merged, $fresh{$other_worker}), "held|$other_worker",
+	'the new cluster\'s own lease on the other worker id is held');
+is(lease_state_of($merged, $hook_token), "held|$hook_worker",
+	'the old cluster\'s lease is held, on its worker id');
+cmp_ok($merged->safe_psql('postgres', 'SELECT snowflake_nextval()'), '>', $hook_max,
+	'new IDs lie above every old one');
+$merged->stop;
 done_testing();

@@ -1,12 +1,8 @@
-# Worker-id leases under concurrency, with the C++ reference client.
-# Fifty clients lease at once on one node while sessions issue IDs with
-# snowflake_nextval(): no two clients hold one worker id, every client's
-# IDs decode exactly to its lease's node and worker id inside its window,
-# and no ID of any client or session repeats.  A second node (node id 2)
-# leases from its own node id, so the IDs of both nodes stay apart too.
-# On the second node, leases taken in a transaction that rolls back and
-# through a cursor in one stay granted (a lease is not transactional since
-# 1.5): the view shows them held, and the next grants get other worker ids.
+# Worker-id leases under concurrency, with the C++ reference client: fifty
+# clients lease at once while sessions issue IDs; no two hold one worker id,
+# every client's IDs decode to its lease inside its window, no ID repeats.
+# A second node leases from its own node id; there, leases of rolled-back
+# transactions (also read through a cursor) stay granted and held.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -26,9 +22,8 @@ for my $node_id (1, 2)
 		settings => lease_settings(
 			node_id => $node_id,
 			lease_workers => 64,
-			# Fifty clients starting at once on a loaded machine can take
-			# longer than the default 1 s between reading their clock and
-			# the grant; client clocks are 029's subject, not this test's.
+			# Fifty clients at once can take over 1 s from clock to grant
+			# (client clocks are 029's subject).
 			lease_clock_tolerance => 60000),
 		extension => 'postgres');
 	$node->safe_psql('postgres', 'CREATE TABLE issued (id bigint, source text)');
@@ -51,8 +46,7 @@ INSERT INTO issued SELECT snowflake_nextval(), 'session' FROM generate_series(1,
 });
 
 # Fifty clients at once, half connection-scoped and half with a ttl, each
-# holding its lease after its IDs (renewing) until it is let go, so that all
-# hold together however long the others take.
+# holding its lease (renewing) until let go, so that all hold together.
 my @clients;
 for my $i (1 .. $clients)
 {
@@ -132,11 +126,9 @@ is( $node->safe_psql(
 	"$clients|$clients",
 	'every client released its lease on exit');
 
-# On the second node, still unused: a time-scoped lease taken in a
-# transaction that then rolls back, and a connection-scoped one read through
-# a cursor (DECLARE ... FETCH 1) in a transaction that then rolls back.  Both
-# stay granted: the lowest never-leased worker ids go to them in turn, and a
-# third grant gets the next one, never one of theirs.
+# On the unused second node: a ttl lease in a rolled-back transaction and a
+# connection-scoped one read through a cursor, rolled back, stay granted;
+# a third grant gets the next worker id.
 my $rolled = start_lease_client($nodes{2}, 'rolled_back', '--acquire-in', 'transaction',
 	'--ttl', 30, '--count', $ids_per_client, '--wait-stdin');
 my $rolled_lease = wait_for_lease($rolled);
@@ -194,5 +186,4 @@ is($repeats, 0, 'the two nodes\' clients issue no ID twice');
 my ($first_b) = read_ids($b);
 is($nodes{1}->safe_psql('postgres', "SELECT node_id FROM snowflake_decode($first_b)"),
 	'2', 'node 1 decodes node 2\'s client IDs to node 2');
-
 done_testing();

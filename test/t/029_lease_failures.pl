@@ -1,23 +1,10 @@
 # Worker-id leases when holders fail, with the C++ reference client, on a
-# node whose lease space is a single worker id (127), so that every lease
-# hands the previous holder's worker id to the next:
-#   - a client killed with kill -9 while holding a connection-scoped lease:
-#     its worker id is free at once, and the next holder's IDs lie above
-#     every ID the dead one issued;
-#   - a ttl lease that runs out without a release: the worker id stays
-#     taken until it expires, then the next holder starts above everything
-#     the previous one could have issued;
-#   - a zombie (a client stopped past its expiry while another took its
-#     worker id) is refused at its next renewal and stops;
-#   - a client whose clock is behind is refused;
-#   - a connection-scoped lease read in a pipeline whose next statement
-#     fails stays granted (a lease is not transactional since 1.5): nobody
-#     else gets its worker id while its connection lives, and the next
-#     holder starts above its whole window;
-#   - a restart and a crash restart lose no lease (the lease table lives in
-#     shared memory, $PGDATA/snowflake.lease_state and the WAL), and a crash
-#     reuses no token;
-#   - a start that shrinks the lease space is refused.
+# lease space of one worker id (127), so every lease hands the previous
+# holder's worker id on: after a kill -9, an expired ttl lease, a woken
+# zombie (refused), a client clock behind (refused), a lease kept by a failed
+# pipeline, restarts and crashes (no lease lost, no token reused), a shrunk
+# lease space (refused), vanishing holders and reuse order, the next holder's
+# IDs lie above everything the previous one could have issued.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -31,9 +18,8 @@ my $node = SnowflakeTest::new_node(
 	'leases',
 	settings => {
 		%{ lease_settings(lease_workers => 1, lease_connection_window => '2s') },
-		# Nothing flushes the WAL but an explicit flush, so that a lease
-		# change that relied on the WAL writer would be lost in a crash
-		# (section 5): the lease file is synced before each call returns.
+		# Only explicit flushes write the WAL: a lease change that relied on
+		# the WAL writer would be lost in the crash of section 5.
 		wal_writer_delay => '10s'
 	},
 	extension => 'postgres');
@@ -74,9 +60,8 @@ my @next_ids = read_ids($next);
 ok(min(@next_ids) > max(@dead_ids),
 	'every ID of the next holder is above every ID of the killed one');
 
-# 2. A ttl lease that runs out without a release.  Its client keeps it
-# (renewing) until let go, so that the check below comes before its expiry
-# however slow the machine.
+# 2. A ttl lease that runs out without a release; its client renews it until
+# let go, so that the check below comes before its expiry.
 my $lapsed = start_lease_client($node, 'lapsed', '--ttl', 5, '--count', 500, '--no-release',
 	'--wait-stdin');
 my $lapsed_lease = wait_for_lease($lapsed);
@@ -112,8 +97,7 @@ SnowflakeTest::wait_until(sub { read_ids($zombie) >= 100 }, 'the zombie\'s IDs')
 my $pid = $zombie->{harness}->{KIDS}[0]{PID};
 kill 'STOP', $pid;
 SnowflakeTest::wait_until(sub { lease_state() eq 'expired' }, 'the zombie\'s lease to expire');
-# The zombie may have renewed before it was stopped: its window ends where
-# the view says, not where its grant said.
+# The zombie may have renewed before it was stopped: the view has its window.
 my $zombie_not_after = $node->safe_psql('postgres',
 	qq{SELECT (extract(epoch FROM not_after) * 1000)::bigint FROM snowflake_leases
 	    WHERE token = $zombie_lease->{token}});
@@ -217,13 +201,9 @@ $node->start;
 is($node->safe_psql('postgres',
 		q{SELECT token, state, holder, expires_at, last_timestamp FROM snowflake_leases}),
 	$before, 'a lease taken with synchronous_commit = off survives a crash restart');
-# An immediate stop still ends the postmaster cleanly, fsyncing the lease
-# file: a backend killed with SIGKILL makes a crash that is not clean (the
-# test clusters run with restart_after_crash = off, so the postmaster
-# exits, and starts again below).  Renewals are not fsynced, but a crash of
-# PostgreSQL alone loses none (the kernel's page cache outlives the
-# processes): the first change after it (the release below) moves no
-# lease's not_after.  test/t/042_lease_crash_restart.pl has the rest.
+# A backend killed with SIGKILL makes an unclean crash (an immediate stop
+# still fsyncs the lease file); with restart_after_crash off the postmaster
+# exits and is started below.  Unsynced renewals survive in the page cache.
 my $not_after_before_kill = $node->safe_psql('postgres',
 	"SELECT not_after FROM snowflake_leases WHERE token = $async_token");
 my $victim = $node->background_psql('postgres');
@@ -278,9 +258,8 @@ is($grown, "126|$reserved_ms",
 ok((split /\|/, $grown)[1] >= id_ms($last_session_id),
 	'at or above the previous run\'s last session ID');
 
-# A lease of another layout cannot be renewed: its client makes IDs with
-# the old widths.  One more worker bit (a safe layout change) moves the
-# lease space to 254 and 255.
+# A lease of another layout cannot be renewed (its client has the old
+# widths); one more worker bit moves the lease space to 254 and 255.
 $node->safe_psql('postgres',
 	q{SELECT snowflake_release_lease(token, NULL) FROM snowflake_leases WHERE holder = 'grown'});
 my $old_token = $node->safe_psql('postgres',
@@ -295,13 +274,9 @@ is($node->safe_psql('postgres',
 		q{SELECT worker_id FROM snowflake_lease_worker('new layout', interval '1 minute')}),
 	'254', 'the new lease space is leased');
 
-# 7. Holders that vanish one after another, each right after its grant,
-# push the worker id's not_before further ahead each time (each may have
-# issued IDs up to the end of its window).  A grant that would have to wait
-# more than one connection window is refused instead of handed out.  Each
-# psql below leases and disconnects at once.  The window is two minutes, so
-# that the third grant comes well within the first window however slow the
-# machine.
+# 7. Holders that vanish right after their grant push the worker id's
+# not_before further ahead each time; a grant that would wait more than one
+# connection window (two minutes here) is refused.
 my $runaway = SnowflakeTest::new_node(
 	'runaway',
 	settings => lease_settings(lease_workers => 1, lease_connection_window => '120s'),
@@ -338,8 +313,7 @@ like($third_err, qr/ERROR:  no snowflake worker id can be leased before /,
 $runaway->stop;
 
 # 8. Reuse, least recently released first, and a client behind the last
-# timestamp a worker id's previous holder reported (a holder whose clock
-# ran 5 s ahead).  Two lease worker ids, 126 and 127.
+# timestamp reported by a previous holder 5 s ahead; worker ids 126 and 127.
 my $lru = SnowflakeTest::new_node('lru', settings => lease_settings(lease_workers => 2),
 	extension => 'postgres');
 my $lease_sql = q{SELECT worker_id, token FROM snowflake_lease_worker('%s', interval '1 minute')};
@@ -369,5 +343,4 @@ SELECT worker_id, not_before = snowflake_timestamp($ahead_id)
 	"$b_worker|t",
 	'the id released longest ago (not the lowest) goes next, above its last reported ID');
 $lru->stop;
-
 done_testing();

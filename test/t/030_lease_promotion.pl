@@ -1,18 +1,9 @@
-# Worker-id leases across a failover.  With synchronous standbys (decided
-# for the whole server, not by the session's synchronous_commit), each lease
-# function waits until they confirm its WAL record, so a lease is on the
-# standby before its client sees it:
-#   - with the standby gone, a lease taken with synchronous_commit = off
-#     waits for it (in its own wait, wait event "Extension");
-#   - a cancel during that wait is an ERROR (57014) to the client, the C++
-#     reference client included, though the primary made the grant: a
-#     connection-scoped one ends with the client's connection;
-#   - the standby replays the lease records into its own lease table;
-#   - after a promotion, a ttl lease survives: its holder renews it with its
-#     token on the new primary, and nobody else gets its worker id;
-#   - a connection-scoped lease ended with its connection on the old
-#     primary: the new primary hands its worker id out again, above the end
-#     of its window.
+# Worker-id leases across a failover: with synchronous standbys each lease
+# function waits for its WAL record's confirmation (synchronous_commit = off
+# too, wait event "Extension"; a cancel is 57014 though the grant was made);
+# the standby replays leases; after promotion a ttl lease renews with its
+# token and keeps its worker id, and a connection-scoped one's worker id is
+# handed out again above the end of its window.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -138,10 +129,8 @@ is($standby->safe_psql('postgres',
 is($standby->safe_psql('postgres',
 		qq{SELECT state FROM snowflake_leases WHERE token = $conn_token}),
 	'disconnected', 'the connection-scoped lease ended with its connection');
-# Holders of worker id 127 vanished one after another (the killed
-# connection, then the cancelled grant), each pushing the next one's
-# not_before a window further: a grant waits for that, never for longer
-# than a connection window.  Wait for that state, not for a time.
+# Holders of worker id 127 vanished one after another, each pushing the next
+# one's not_before a window further: wait for that state.
 $standby->poll_query_until('postgres', q{
 SELECT clock_timestamp() + interval '2 s' > max(not_after)
   FROM snowflake_leases WHERE state = 'disconnected'})
@@ -150,10 +139,9 @@ my ($new_worker, $new_not_before) = split /\|/, $standby->safe_psql('postgres',
 	q{SELECT worker_id, not_before FROM snowflake_lease_worker('after failover', interval '1 minute')});
 is($new_worker, $conn_worker,
 	'the new primary leases the worker id of the ended connection, not the held one');
-# Renewals are not waited for, so the promoted standby may lack the last
-# ones: its first change took every lease not released to have been
-# renewed at that moment (its window from then on).  The next holder starts
-# above that, and so above anything the old holder was promised.
+# The promoted standby may lack the last renewals (not waited for): its
+# first change counts every unreleased lease as renewed then, so the next
+# holder starts above anything the old holder was promised.
 is($standby->safe_psql('postgres',
 		qq{SELECT '$new_not_before'::timestamptz >= '$conn_not_after'::timestamptz - interval '1 ms'}),
 	't', 'above the end of the ended lease\'s window');
@@ -161,5 +149,4 @@ is($standby->safe_psql('postgres',
 	q{SELECT * FROM snowflake_lease_worker('one too many', interval '1 minute')});
 like($err, qr/all 2 snowflake worker ids set aside for leases are leased/,
 	'the ttl lease\'s worker id stays taken');
-
 done_testing();

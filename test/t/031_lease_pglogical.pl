@@ -1,10 +1,7 @@
-# Worker-id leases on a two-node multi-primary pglogical cluster that
-# replicates the database both ways.  Since 1.5 the lease state is no table
-# (it lives in each server's shared memory, its own file and its WAL), so
-# nothing of it is replicated logically: each node leases worker ids of its
-# own node id, its view shows its own leases only, replication brings no
-# conflict, and the IDs of clients on both nodes, leasing at the same time,
-# never repeat and decode to their node.
+# Worker-id leases on two-node bidirectional pglogical: the lease state is no
+# table, so nothing of it replicates; each node leases worker ids of its own
+# node id and shows only its own leases, no conflict, and the IDs of clients
+# leasing on both nodes at once never repeat and decode to their node.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -92,5 +89,4 @@ for my $i (0 .. $#clients)
 	  $leases[$i]->{node_id};
 }
 is($wrong_node, 0, 'every client\'s IDs decode to its own node');
-
 done_testing();

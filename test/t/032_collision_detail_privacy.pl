@@ -1,16 +1,9 @@
-# A node-id collision tells a client only what every role may read in
-# snowflake_nodes: the other instance's id.  Where that instance runs (host,
-# port, system identifier), which 1.3 shows only to superusers and
-# pg_monitor, goes to the server log alone.
-#
-# A running peer with our node id is faked in snowflake_nodes (a row whose
-# beat count keeps growing), with a host, port and system identifier that
-# appear nowhere else.  With on_node_collision = error, an unprivileged
-# role's snowflake_nextval() fails with a DETAIL naming the instance only,
-# while the log has the whole description; with warn, the registry's
-# WARNING names it in the log and the session hears nothing of it; and
+# A node-id collision tells a client only the other instance's id, which
+# every role may read in snowflake_nodes; where it runs (host, port, system
+# identifier) goes to the server log alone.  With a faked running peer: under
+# error, an unprivileged role's snowflake_nextval() DETAIL names the instance
+# only; under warn, the WARNING is logged and the session hears nothing;
 # snowflake_status() shows the collision, not the peer.
-
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -37,12 +30,7 @@ my $where = qr/\Q$host\E|$system/;	# no port: numbers abound in a status row
 sub as_role
 {
 	my ($role, $sql) = @_;
-	my ($stdout, $stderr);
-	my $ret = $node->psql(
-		'postgres', $sql,
-		stdout => \$stdout,
-		stderr => \$stderr,
-		extra_params => [ '-U', $role ]);
+	my ($ret, $stdout, $stderr) = $node->psql('postgres', $sql, extra_params => [ '-U', $role ]);
 	return ($ret, $stderr, $stdout);
 }
 
@@ -60,7 +48,6 @@ like($stderr, qr/permission denied/,
 	'regress_nobody may not read the host column of snowflake_nodes');
 
 # --- the peer ---------------------------------------------------------------------
-
 my $beating = SnowflakeRegistryPeer::start_peer(
 	$node,
 	instance => $peer,
@@ -71,7 +58,6 @@ ok($node->poll_query_until('postgres', 'SELECT node_collision FROM snowflake_sta
 	'the registry finds the running peer');
 
 # --- on_node_collision = error ------------------------------------------------------
-
 my $log_offset = -s $node->logfile;
 ($ret, $stderr) = as_role('regress_nobody', 'SELECT snowflake_nextval()');
 isnt($ret, 0, 'snowflake_nextval() fails for regress_nobody');
@@ -106,7 +92,6 @@ like($stdout, qr/\|t$/, 'it shows node_collision');
 unlike($stdout, $where, 'and not where the peer runs');
 
 # --- on_node_collision = warn -------------------------------------------------------
-
 set_policy('warn');
 ($ret, $stderr) = as_role('regress_nobody', 'SELECT snowflake_nextval() > 0');
 is($ret, 0, 'with warn, regress_nobody gets IDs');

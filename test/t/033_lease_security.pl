@@ -1,39 +1,9 @@
-# Worker-id leases resist the attacks that worked on the lease design of
-# 1.3 and 1.4 (SQL functions, SECURITY DEFINER, helpers found by name): run
-# against the design of 1.5 (leases in C, in shared memory, no SECURITY
-# DEFINER), each must fail now, and each check below fails on 1.4.  The
-# labels of the checks name the property:
-#
-# - overloads: a role with CREATE on the extension's schema plants
-#   same-schema overloads with string parameters of every function name the
-#   extension has (and had in 1.4); leasing, renewing, releasing and a
-#   superuser's reading of snowflake_leases run none of them.
-# - renamed schema: the database owner renames schema public and plants a
-#   new one with 1.4's helper names; nothing planted runs.  schema drop: the
-#   owner cannot drop the extension with its schema (the layout history
-#   would go with it); a superuser can, and the lease history survives the
-#   re-creation.
-# - trojans before install: trojans planted before CREATE EXTENSION (and
-#   before a 1.4 install updated to 1.5) are bound into nothing: the view
-#   depends only on pg_catalog and the extension, and reading it promotes
-#   nobody.
-# - slow lease statements: a slow statement or an open transaction after a
-#   grant blocks no other role's renewal.  revocation: a revocation blocks
-#   only its own worker id.  pg_dump by the owner: pg_dump by a
-#   non-superuser database owner works.
-# - lease owner: a lease belongs to the role that took it after SET ROLE.
-#   no SECURITY DEFINER: snowflake_lease_connection_alive() is gone, no
-#   function of the extension is SECURITY DEFINER or carries SET clauses.
-# - (snowflake_lease_worker(...)).* takes one lease; a grant that the
-#   transaction rolls back (plainly, or read through a cursor) stays held,
-#   is never handed out again, and its token still renews.
-#
-# Every trojan records its call in trap.trojan_calls, and when it runs as a
-# superuser it also makes its planter a superuser and writes a file into the
-# data directory (COPY TO, which no rollback undoes).  No check depends on
-# the machine's speed: background sessions are gated by advisory locks and
-# the test waits for their states in pg_stat_activity.
-
+# Worker-id leases resist the attacks that worked on 1.4's SQL lease design
+# (overloads and trojans found by name, a renamed schema, slow statements,
+# SET ROLE, rolled-back grants); each check below fails on 1.4.  Every trojan
+# records its call in trap.trojan_calls and, run as a superuser, makes its
+# planter one and writes a file into the data directory.  Background sessions
+# are gated by advisory locks; the test waits for their pg_stat_activity state.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -41,6 +11,18 @@ use PostgreSQL::Test::Utils;
 use SnowflakeOldVersions;
 use SnowflakeTest;
 use Test::More;
+
+# A table public.snowflake_worker_leases with the columns of 1.4's, whose
+# row type 1.4's SECURITY DEFINER code used: what an attacker plants in a
+# renamed schema public.
+my $lookalike_lease_table = q{
+CREATE TABLE public.snowflake_worker_leases (
+    node_id integer, worker_id integer, token bigint, holder text, holder_role name,
+    client_addr inet, application_name text, backend_pid integer, backend_start timestamptz,
+    instance_id uuid, ttl interval, window_ms bigint, layout text, granted_at timestamptz,
+    renewed_at timestamptz, not_before_ms bigint, not_after_ms bigint, last_timestamp_ms bigint,
+    released_at timestamptz);
+};
 
 # A node leasing 4 worker ids in appdb, which appowner (not a superuser)
 # owns, so that appowner owns its schema public (pg_database_owner).
@@ -60,13 +42,23 @@ CREATE DATABASE appdb OWNER appowner;
 	return $node;
 }
 
+# A node as new_node's with the extension in public and svc granted leases.
+sub new_leasing_node
+{
+	my ($name, $grantees) = @_;
+	my $node = new_node($name);
+	su_psql($node, 'CREATE EXTENSION snowflake SCHEMA public');
+	$node->safe_psql('appdb', 'CREATE ROLE svc LOGIN');
+	grant_leases($node, 'public', $grantees // 'svc');
+	return $node;
+}
+
 # The test's own statements run with a safe path, so that only the
 # extension's code could meet the trojans.
 sub su_psql
 {
-	my ($node, $sql, %params) = @_;
-	return $node->safe_psql('appdb', "SET search_path = pg_catalog, pg_temp;\n$sql",
-		%params);
+	my ($node, $sql) = @_;
+	return $node->safe_psql('appdb', "SET search_path = pg_catalog, pg_temp;\n$sql");
 }
 
 sub as_role
@@ -81,10 +73,9 @@ sub as_role
 sub try_as_role
 {
 	my ($node, $role, $sql) = @_;
-	my ($ret, $out, $err) = $node->psql(
+	return $node->psql(
 		'appdb', "\\set VERBOSITY verbose\nSET search_path = pg_catalog, pg_temp;\n$sql",
 		extra_params => [ '-U', $role ]);
-	return ($ret, $out, $err);
 }
 
 # Schema trap (owned by $planter) with the record of calls and the trojan
@@ -185,7 +176,6 @@ SELECT coalesce(string_agg(pg_describe_object(d.refclassid, d.refobjid, d.refobj
                       AND e.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'snowflake'))};
 
 # --- trojans planted before the extension is installed -------------------------
-
 # Look-alikes of what 1.4's view bound by name: better matches than
 # pg_catalog's for its argument types.
 sub plant_install_trojans
@@ -256,12 +246,11 @@ CREATE OPERATOR public.$name (LEFTARG = $left, RIGHTARG = $right, FUNCTION = pub
 	$node->stop;
 }
 
-# The same trojans before a 1.4 install that is updated to 1.6 (through
-# 1.5), with a lease that 1.4 recorded (under library 1.6, 1.4's functions
-# refuse to lease: the row stands for one taken before the restart that
-# loaded it).  The shipped files install no version before 1.6: a relocated copy of the
-# installation installs 1.0 from the test fixture, and the shipped update
-# scripts take it to 1.4 (test/perl/SnowflakeOldVersions.pm).
+# The same trojans before a 1.3 install that is updated to 1.6, the update
+# that creates the lease functions and the view.  The shipped files install
+# no version before 1.6: a relocated copy of the installation installs 1.0
+# from the test fixture, and the shipped update scripts take it to 1.3
+# (test/perl/SnowflakeOldVersions.pm).
 {
 	my $node = new_node('h3upd',
 		install_path => SnowflakeOldVersions::relocated_install('h3upd'));
@@ -269,43 +258,25 @@ CREATE OPERATOR public.$name (LEFTARG = $left, RIGHTARG = $right, FUNCTION = pub
 	my ($ret, $out, $err) = $node->psql('appdb',
 		"SET search_path = pg_catalog, pg_temp;\n"
 		  . "CREATE EXTENSION snowflake SCHEMA public VERSION '1.0';\n"
-		  . "ALTER EXTENSION snowflake UPDATE TO '1.4'");
-	is($ret, 0, 'trojans before install (update): CREATE EXTENSION snowflake VERSION 1.0, updated to 1.4') or diag($err);
-	$node->safe_psql('appdb', 'CREATE ROLE svc LOGIN');
-	grant_leases($node, 'public', 'svc');
-	my (undef, undef, $refusal) = $node->psql('appdb',
-		"SET search_path = pg_catalog, pg_temp;\n" . lease_sql('public', 'refused', '1 hour'),
-		extra_params => [ '-U', 'svc' ]);
-	like($refusal,
-		qr/snowflake 1\.4's SECURITY DEFINER functions are disabled under library 1\.6/,
-		'trojans before install (update): 1.4 functions refuse under library 1.6');
-	$node->safe_psql('appdb', q{
-SET search_path = pg_catalog, pg_temp;
-INSERT INTO public.snowflake_worker_leases
-       (node_id, worker_id, token, holder, holder_role, ttl, window_ms, layout, granted_at,
-        renewed_at, not_before_ms, not_after_ms)
-SELECT 0, 127, 1, 'svc-under-1.4', 'svc', interval '1 hour', 3600000, '1735689600000/3/7/12',
-       now(), now(), (extract(epoch FROM now()) * 1000)::bigint - 1,
-       (extract(epoch FROM now()) * 1000)::bigint + 3600000});
-	my $old = { worker_id => 127, token => 1 };
+		  . "ALTER EXTENSION snowflake UPDATE TO '1.3'");
+	is($ret, 0, 'trojans before install (update): CREATE EXTENSION snowflake VERSION 1.0, updated to 1.3') or diag($err);
 	($ret, $out, $err) =
 	  $node->psql('appdb', "SET search_path = pg_catalog, pg_temp;\nALTER EXTENSION snowflake UPDATE TO '1.6'");
-	is($ret, 0, 'trojans before install (update): ALTER EXTENSION snowflake UPDATE TO 1.6, through 1.5') or diag($err);
+	is($ret, 0, 'trojans before install (update): ALTER EXTENSION snowflake UPDATE TO 1.6') or diag($err);
 	is(su_psql($node, $view_foreign_deps), '',
 		'trojans before install (update): after the update, snowflake_leases depends on nothing outside pg_catalog and the extension');
-	as_role($node, 'svc', "SELECT not_after FROM public.snowflake_renew_lease($old->{token}, NULL::bigint)");
-	my $new = split_lease(as_role($node, 'svc', lease_sql('public', 'svc-under-1.5', '1 hour')));
-	isnt($new->{worker_id}, $old->{worker_id}, 'trojans before install (update): the lease of 1.4 is carried over, its id not leased again');
+	$node->safe_psql('appdb', 'CREATE ROLE svc LOGIN');
+	grant_leases($node, 'public', 'svc');
+	my $lease = split_lease(as_role($node, 'svc', lease_sql('public', 'svc-after-update', '1 hour')));
 	is( $node->safe_psql('appdb',
-			"SELECT string_agg(holder || ':' || state, ',' ORDER BY token) FROM snowflake_leases"),
-		'svc-under-1.4:held,svc-under-1.5:held',
-		'trojans before install (update): a superuser reads both leases in snowflake_leases');
-	no_trojan_ran($node, 'appowner', 'trojans before install (1.4 updated to 1.6)');
+			"SELECT string_agg(holder || ':' || state, ',') FROM snowflake_leases WHERE token = $lease->{token}"),
+		'svc-after-update:held',
+		'trojans before install (update): a superuser reads the lease in snowflake_leases');
+	no_trojan_ran($node, 'appowner', 'trojans before install (1.3 updated to 1.6)');
 	$node->stop;
 }
 
 # --- same-schema overloads, planted after installation -------------------------
-
 my $node = new_node('sec');
 su_psql($node, 'CREATE EXTENSION snowflake SCHEMA public');
 $node->safe_psql(
@@ -384,7 +355,6 @@ ok( su_psql(
 }
 
 # --- no SECURITY DEFINER, no SET clauses, no connection_alive ------------------
-
 # The extension's functions (mallory's overloads are not members).
 my $extension_functions = q{
   FROM pg_proc AS p
@@ -402,35 +372,31 @@ is( su_psql(
 		$node, "SELECT count(*) FILTER (WHERE p.prosecdef) || '|' || (count(*) > 10) $extension_functions"),
 	'0|true',
 	'no SECURITY DEFINER: no function of the extension is SECURITY DEFINER');
-# snowflake_convert_column() (1.2), snowflake_publication_tables() (1.5) and
-# snowflake_convert_type() (1.6), all SECURITY INVOKER, keep only pg_catalog
-# on their path; no other function has a SET clause.
+# snowflake_publication_tables(), SECURITY INVOKER, keeps only pg_catalog
+# on its path; no other function has a SET clause (snowflake_convert_column()
+# is C now, and has none).
 is( su_psql(
 		$node, "SELECT coalesce(string_agg(p.oid::regprocedure || ' ' || p.proconfig::text, ', '), '')
 		        $extension_functions
 		  WHERE p.proconfig IS NOT NULL
-		    AND NOT (p.proname IN ('snowflake_convert_column', 'snowflake_publication_tables',
-		                           'snowflake_convert_type')
+		    AND NOT (p.proname = 'snowflake_publication_tables'
 		             AND p.proconfig = '{\"search_path=pg_catalog, pg_temp\"}')"),
 	'',
-	'no SECURITY DEFINER: no function of the extension has a SET clause (but three safe paths)');
+	'no SECURITY DEFINER: no function of the extension has a SET clause (but one safe path)');
 
-# --- one lease per (snowflake_lease_worker(...)).* -----------------------------
-
+# --- (snowflake_lease_worker(...)).* is refused, and takes no lease -------------
 {
 	my $count_sql = 'SELECT count(*) FROM public.snowflake_leases';
 	my $before = su_psql($node, $count_sql);
 	my ($ret, $out, $err) = try_as_role($node, 'svc',
 		"SELECT (public.snowflake_lease_worker('x', interval '1 s')).*");
-	is($ret, 0, '(snowflake_lease_worker(...)).* returns a lease') or diag($err);
-	my $after = su_psql($node, $count_sql);
-	is($after - $before, 1, '(snowflake_lease_worker(...)).* takes exactly one lease (one more row)');
-	is(su_psql($node, "SELECT count(*) FROM public.snowflake_leases WHERE holder = 'x'"),
-		'1', '(snowflake_lease_worker(...)).*: one lease of holder x');
+	isnt($ret, 0, '(snowflake_lease_worker(...)).* is refused');
+	like($err, qr/0A000: cannot select a column of snowflake_lease_worker\(\)'s result/,
+		'(snowflake_lease_worker(...)).*: the refusal names the call');
+	is(su_psql($node, $count_sql), $before, '(snowflake_lease_worker(...)).* takes no lease');
 }
 
 # --- ownership by the role that leased -----------------------------------------
-
 {
 	$node->safe_psql(
 		'appdb', q(
@@ -468,7 +434,6 @@ CREATE ROLE pool LOGIN NOINHERIT IN ROLE tenant_a, tenant_b;
 }
 
 # --- pg_dump by the database owner ---------------------------------------------
-
 {
 	my $held = split_lease(as_role($node, 'svc', lease_sql('public', 'dump-holder-7f3a', '1 hour')));
 	my $dump = "$PostgreSQL::Test::Utils::tmp_check/appdb.sql";
@@ -481,7 +446,6 @@ CREATE ROLE pool LOGIN NOINHERIT IN ROLE tenant_a, tenant_b;
 }
 
 # --- slow lease statements and open transactions block nobody ---------------
-
 {
 	$node->safe_psql('appdb', 'CREATE ROLE orders_svc LOGIN; CREATE ROLE billing_svc LOGIN;');
 	grant_leases($node, 'public', 'orders_svc, billing_svc');
@@ -500,7 +464,8 @@ CREATE ROLE pool LOGIN NOINHERIT IN ROLE tenant_a, tenant_b;
 		qr/started/, q{
 \echo started
 SELECT s.token, pg_sleep(0.01), pg_advisory_lock(4242)
-  FROM (SELECT (public.snowflake_lease_worker('b', interval '1 second')).token OFFSET 0) AS s;
+  FROM (SELECT l.token FROM public.snowflake_lease_worker('b', interval '1 second') AS l
+        OFFSET 0) AS s;
 });
 	ok( $node->poll_query_until(
 			'appdb', qq{
@@ -539,12 +504,8 @@ SELECT state = 'active' AND wait_event = 'advisory'
 $node->stop;
 
 # --- grants that a rollback does not undo ---------------------------------------
-
 {
-	my $node = new_node('rollback');
-	su_psql($node, 'CREATE EXTENSION snowflake SCHEMA public');
-	$node->safe_psql('appdb', 'CREATE ROLE svc LOGIN');
-	grant_leases($node, 'public', 'svc');
+	my $node = new_leasing_node('rollback');
 	my ($ret, $out, $err) = try_as_role($node, 'svc',
 		"BEGIN;\n" . lease_sql('public', 'rolled-back', '1 hour') . ";\nROLLBACK;");
 	my $first = split_lease($out);
@@ -581,12 +542,8 @@ ROLLBACK;});
 }
 
 # --- a revocation blocks only its own worker id -----------------------------
-
 {
-	my $node = new_node('revoke');
-	su_psql($node, 'CREATE EXTENSION snowflake SCHEMA public');
-	$node->safe_psql('appdb', 'CREATE ROLE svc LOGIN');
-	grant_leases($node, 'public', 'svc');
+	my $node = new_leasing_node('revoke');
 	my @leases = map { split_lease(as_role($node, 'svc', lease_sql('public', "svc-$_", '12 hours'))) } 1 .. 4;
 	is(scalar(keys %{ { map { $_->{worker_id} => 1 } @leases } }), 4, 'revocation: svc holds all 4 worker ids for 12 hours');
 	is(su_psql($node, "SELECT public.snowflake_release_lease($leases[0]{token}, NULL::bigint)"),
@@ -600,24 +557,43 @@ ROLLBACK;});
 }
 
 # --- the database owner renames and drops the extension's schema ---
-
 {
-	my $node = new_node('rename');
-	su_psql($node, 'CREATE EXTENSION snowflake SCHEMA public');
-	$node->safe_psql('appdb', 'CREATE ROLE svc LOGIN');
-	grant_leases($node, 'public', 'svc, appowner');
+	my $node = new_leasing_node('rename', 'svc, appowner');
 	plant_trap($node, 'appowner');
 	my $live = split_lease(as_role($node, 'svc', lease_sql('public', 'live-hour', '1 hour')));
 
 	# appowner moves the extension's schema away and plants the names 1.4's
 	# definer code used, keeping the services working through the path.
+	my $helper_sql = '';
+	for my $helper (
+		[ 'snowflake_lease_context(caller text)', 'record', 'RETURN NULL;' ],
+		[ 'snowflake_lease_check_clock(timestamptz, bigint, bigint)', 'void', '' ],
+		[   'snowflake_lease_ms(timestamptz)', 'bigint',
+			q{RETURN (pg_catalog.date_part('epoch', $1) OPERATOR(pg_catalog.*) 1000)::bigint;}
+		],
+		[   'snowflake_lease_time(bigint)', 'timestamptz',
+			'RETURN pg_catalog.to_timestamp($1::float8 OPERATOR(pg_catalog./) 1000);'
+		],
+		[ 'snowflake_lease_connection_alive(integer, timestamptz)', 'boolean', 'RETURN true;' ],
+		[ 'snowflake_lease_list()', 'SETOF record', '' ])
+	{
+		my ($signature, $result, $return) = @$helper;
+		(my $label = $signature) =~ s/caller //;
+		$label =~ s/, /,/g;
+		$helper_sql .= qq{
+CREATE FUNCTION public.$signature RETURNS $result LANGUAGE plpgsql AS \$f\$
+BEGIN
+    PERFORM trap.trojan('$label');
+    $return
+END \$f\$;};
+	}
 	as_role(
 		$node, 'appowner', q{
 ALTER SCHEMA public RENAME TO snowpub;
 CREATE SCHEMA public;
 GRANT USAGE ON SCHEMA public TO PUBLIC;
 ALTER DATABASE appdb SET search_path = "$user", public, snowpub;
-} . $SnowflakeOldVersions::lookalike_lease_table . q{
+} . $lookalike_lease_table . q{
 GRANT ALL ON public.snowflake_worker_leases TO PUBLIC;
 CREATE FUNCTION public.snowflake_lease_held(token bigint, caller text)
 RETURNS public.snowflake_worker_leases LANGUAGE plpgsql AS $f$
@@ -627,47 +603,11 @@ BEGIN
     r.released_at := pg_catalog.now();
     RETURN r;
 END $f$;
-CREATE FUNCTION public.snowflake_lease_context(caller text) RETURNS record
-LANGUAGE plpgsql AS $f$
-BEGIN
-    PERFORM trap.trojan('snowflake_lease_context(text)');
-    RETURN NULL;
-END $f$;
-CREATE FUNCTION public.snowflake_lease_check_clock(timestamptz, bigint, bigint) RETURNS void
-LANGUAGE plpgsql AS $f$
-BEGIN
-    PERFORM trap.trojan('snowflake_lease_check_clock(timestamptz,bigint,bigint)');
-END $f$;
-CREATE FUNCTION public.snowflake_lease_ms(timestamptz) RETURNS bigint
-LANGUAGE plpgsql AS $f$
-BEGIN
-    PERFORM trap.trojan('snowflake_lease_ms(timestamptz)');
-    RETURN (pg_catalog.date_part('epoch', $1) OPERATOR(pg_catalog.*) 1000)::bigint;
-END $f$;
-CREATE FUNCTION public.snowflake_lease_time(bigint) RETURNS timestamptz
-LANGUAGE plpgsql AS $f$
-BEGIN
-    PERFORM trap.trojan('snowflake_lease_time(bigint)');
-    RETURN pg_catalog.to_timestamp($1::float8 OPERATOR(pg_catalog./) 1000);
-END $f$;
-CREATE FUNCTION public.snowflake_lease_connection_alive(integer, timestamptz) RETURNS boolean
-LANGUAGE plpgsql AS $f$
-BEGIN
-    PERFORM trap.trojan('snowflake_lease_connection_alive(integer,timestamptz)');
-    RETURN true;
-END $f$;
-CREATE FUNCTION public.snowflake_lease_list() RETURNS SETOF record
-LANGUAGE plpgsql AS $f$
-BEGIN
-    PERFORM trap.trojan('snowflake_lease_list()');
-END $f$;
-});
+} . $helper_sql);
 	# The service, with the database's path, as usual.
 	my $svc_sql = sub {
 		my ($sql) = @_;
-		my ($ret, $out, $err) = $node->psql('appdb', "\\set VERBOSITY verbose\n$sql",
-			extra_params => [ '-U', 'svc' ]);
-		return ($ret, $out, $err);
+		return $node->psql('appdb', "\\set VERBOSITY verbose\n$sql", extra_params => [ '-U', 'svc' ]);
 	};
 	my ($ret, $out, $err) =
 	  $svc_sql->("SELECT token FROM snowflake_lease_worker('svc-renamed', interval '1 hour')");
@@ -727,5 +667,4 @@ CREATE EXTENSION snowflake SCHEMA public;
 	is($overlaps, 0, 'schema drop: no new grant overlaps the live lease\'s window or reuses its token');
 	$node->stop;
 }
-
 done_testing();

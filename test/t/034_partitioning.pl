@@ -1,40 +1,8 @@
-# Tables range-partitioned by day on their snowflake key, as
-# docs/partitioning.md describes.
-#
-# On every version, plain declarative partitioning: the documented DO block
-# makes one partition per UTC day (also from a session in another time
-# zone), FROM snowflake_min_id(day) TO snowflake_min_id(next day), so every
-# bound is a multiple of snowflake_id_interval('1 day') and decodes to a
-# UTC midnight; rows with IDs of chosen days and real snowflake_nextval()
-# rows each land in the partition of their day, the first and the last ID
-# of a day included; a one-hour predicate on snowflake_timestamp(id) (and
-# the BETWEEN and (snowflake_decode(id)).ts forms) scans only the
-# partition of its day ("Subplans Removed"), and returns what it returns
-# with snowflake.rewrite_timestamp_comparisons off; dropping a day's
-# partition drops exactly that day's rows.  After a layout change (one
-# more sequence bit, so the day is twice as many IDs and new IDs lie far
-# above the old ones) an insert finds no partition (23514) until the
-# documented steps: drop the empty partitions made ahead, add one for the
-# rest of the day from the new layout's first ID of the day, run the DO
-# block again.
-#
-# On 15, with pg_partman 4.7 (Debian packages it for the system
-# PostgreSQL 15 only; test/install-deps.sh installs it; elsewhere those
-# subtests are skipped, saying why): create_parent() with the day interval
-# in IDs makes the partition of the start day and p_premake more, at the
-# same bounds, plus a default partition; run_maintenance() keeps p_premake
-# partitions above the one holding the largest ID; retention, in IDs,
-# drops a partition when its upper bound is at or below max(id) -
-# retention, max(id) being the largest ID in the child partitions (not
-# now(), and not the default partition's).  After the layout change new
-# rows land in the default partition and run_maintenance() fails (having
-# tried a partition for every old-interval step up to them) until the
-# documented steps, with or without new rows waiting in the default
-# partition; the new partitions then have the new layout's day bounds,
-# and retention set again drops every partition of the old layout at once.
-# pg_partman 4.7 refuses a key of the snowflake type (docs/partitioning.md
-# says to keep bigint there).
-
+# Tables range-partitioned by day on their snowflake key (docs/partitioning.md):
+# the documented DO block and pg_partman 4.7 (on 15 only) make partitions at
+# UTC-midnight bounds, rows land in their day's partition, a timestamp
+# predicate prunes to its day, retention drops whole days; after a layout
+# change inserts fail until the documented steps are run.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -44,9 +12,7 @@ use Test::More;
 use POSIX ();
 use SnowflakeDocs;
 
-# The recipes of docs/partitioning.md marked <!-- run by: this file NAME -->
-# are read from the page and run as they stand, with this run's days, the
-# test's retention and table names in place of the example's.
+# The page's recipes run as they stand, with this run's days and names.
 my $page = 'docs/partitioning.md';
 
 # 2025-01-01 00:00:00 UTC, the default snowflake.epoch: ID 0.
@@ -62,27 +28,14 @@ my $node = SnowflakeTest::new_node('partitioning', settings => { timezone => 'UT
 sub failing
 {
 	my ($db, $sql) = @_;
-	my ($stdout, $stderr);
-	my $rc = $node->psql(
-		$db, "\\set VERBOSITY verbose\n$sql",
-		stdout => \$stdout,
-		stderr => \$stderr);
+	my ($rc, undef, $stderr) = $node->psql($db, "\\set VERBOSITY verbose\n$sql");
 	isnt($rc, 0, "fails: $sql");
 	return $stderr;
 }
 
 # The date of day $k after the epoch, as YYYYMMDD or YYYY-MM-DD.
-sub day_name
-{
-	my ($k) = @_;
-	return POSIX::strftime('%Y%m%d', gmtime($epoch_unix + $k * 86400));
-}
-
-sub day_date
-{
-	my ($k) = @_;
-	return POSIX::strftime('%Y-%m-%d', gmtime($epoch_unix + $k * 86400));
-}
+sub day_name { return POSIX::strftime('%Y%m%d', gmtime($epoch_unix + $_[0] * 86400)); }
+sub day_date { return POSIX::strftime('%Y-%m-%d', gmtime($epoch_unix + $_[0] * 86400)); }
 
 # "name|FOR VALUES FROM ('a') TO ('b')" for each partition of $parent.
 sub partitions
@@ -114,9 +67,8 @@ sub plan_scans
 	return (join(',', sort keys %seen), $removed // 0);
 }
 
-# "Today" is read once and used throughout, so a run must not straddle a
-# UTC midnight: within 150 s of one, wait until the date has changed.  The
-# test takes 16 s on a quiet machine: 150 s is about ten times that.
+# "Today" is read once, so a run must not straddle a UTC midnight (150 s is
+# ten times the test's quiet-machine run time).
 my $to_midnight = $node->safe_psql('postgres',
 	q{SELECT extract(epoch FROM date_trunc('day', now() AT TIME ZONE 'UTC') + interval '1 day'
 	                            - (now() AT TIME ZONE 'UTC'))::integer});
@@ -152,7 +104,6 @@ for my $span ('1 month', '1 year', '0', '-1 day', '1 microsecond', '1.5 ms')
 }
 
 # --- plain declarative partitioning --------------------------------------------
-
 # The DO block of docs/partitioning.md, verbatim: a partition for today and
 # for each of the next 2 days (UTC), by name if it does not exist yet.
 my $plain_recipe = q{
@@ -349,7 +300,6 @@ CREATE TABLE events_${\ day_name($today - 5)} PARTITION OF events
 }
 
 # --- pg_partman, before the layout change ----------------------------------------
-
 my $major = $node->safe_psql('postgres',
 	q{SELECT current_setting('server_version_num')::int / 10000});
 my $have_partman = $node->safe_psql('postgres',
@@ -520,7 +470,6 @@ SELECT count(*) FROM audit WHERE tableoid = ('audit_p' || (id - id % $day_ids)):
 };
 
 # --- the layout changes: one more sequence bit -----------------------------------
-
 # The plain table's rows, and today's count, before the change.
 my $plain_before = $node->safe_psql('postgres',
 	q{SELECT md5(string_agg(id::text || payload, ',' ORDER BY id)) FROM events});
@@ -540,7 +489,6 @@ is( $node->safe_psql(
 	'after the change snowflake_min_id() gives the old layout\'s IDs before it, the new after');
 
 # --- plain partitioning after the change -----------------------------------------
-
 like(
 	failing('postgres', q{INSERT INTO events (payload) VALUES ('new')}),
 	qr/ERROR:  23514: no partition of relation "events" found for row/,
@@ -606,7 +554,6 @@ is( $node->safe_psql(
 }
 
 # --- pg_partman after the change ----------------------------------------------------
-
 subtest 'pg_partman: a layout change' => sub {
 	plan skip_all => $no_partman unless $have_partman;
 
@@ -720,5 +667,4 @@ SELECT partman.create_parent(p_parent_table := 'public.typed_events', p_control 
 };
 
 $node->stop;
-
 done_testing();

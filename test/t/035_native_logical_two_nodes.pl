@@ -1,50 +1,14 @@
-# snowflake IDs on two primaries that replicate to each other with
-# PostgreSQL's own logical replication, set up as docs/multi-primary.md
-# describes ("A two-node cluster with PostgreSQL's logical replication"):
-# its steps 3 and 4 and "Adding tables later" are read from the page
-# (SnowflakeDocs) and run as they stand, with the test's hosts and ports;
-# node ids 1 and 2, each node publishing FOR TABLE the tables that
-# snowflake_publication_tables() lists, and subscribing to the other with
-# origin = none and copy_data = false.  origin = none needs PostgreSQL 16,
-# so on 15 the test is skipped.
-#
-# 1. The publication holds exactly the tables the function lists: the
-#    database's own permanent tables (a partitioned table by its root, not
-#    an unlogged table) and snowflake_nodes, never snowflake_layout, which
-#    FOR ALL TABLES would carry.
-# 2. Heartbeats replicate: each node sees the other's running instance in
-#    snowflake_nodes, its beat count growing, and no collision.
-# 3. Four sessions on each node, released at once by a gate (an advisory
-#    lock the test holds), insert 10,000 rows each, one per transaction.
-#    Both nodes end with the same 80,000 rows, every ID is unique, decodes
-#    to the node that made it, and each session's IDs increase.  Rows of a
-#    partitioned table replicate into the other node's partitions.
-# 4. Node 2 is restarted with node 1's id: both nodes detect the collision
-#    (node_collision, a WARNING naming the other instance), and with
-#    snowflake.on_node_collision = error refuse IDs with SQLSTATE 55000.
-#    Node 2 stops: node 1 generates again; node 2 comes back with its own
-#    id.  The detection and recovery times are printed (note), not
-#    asserted.
-# 5. Tables added later: created on both nodes, added to both publications
-#    (the tables the function lists that the publication lacks), and the
-#    subscriptions refreshed with copy_data = false.  Their serial keys,
-#    odd on node 1 and even on node 2, replicate; snowflake_convert_column()
-#    on each node (DDL does not replicate) turns them into snowflake keys,
-#    and rows inserted on both nodes afterwards replicate and decode to
-#    their node.
-# 6. Over the whole test: both nodes hold the same registry rows, no apply
-#    failed on a duplicate key, and PostgreSQL reports exactly these
-#    conflicts: none on 16 and 17, which neither count nor log (at the
-#    default log level) a missing row; on 18, one delete_missing per
-#    subscription, in pg_stat_subscription_stats and in the log, on
-#    snowflake_nodes.  That one is the first heartbeat after the
-#    subscription was created: the registry rewrites its row by DELETE and
-#    INSERT, and the peer never received the row written before it
-#    subscribed (copy_data = false), so the DELETE finds nothing and is
-#    skipped, and the INSERT of the same transaction brings the row.
+# Two primaries replicating to each other with PostgreSQL's own logical
+# replication, set up by the steps of docs/multi-primary.md run as they stand
+# (origin = none needs 16: skipped on 15).  The publication holds exactly the
+# tables snowflake_publication_tables() lists; heartbeats replicate; gated
+# concurrent inserts give both nodes the same unique, per-session ascending
+# IDs of their node; a node id collision is detected and refused (55000) and
+# recovered; tables added later replicate and convert; the only conflict
+# reported is 18's one delete_missing per subscription on snowflake_nodes,
+# the first heartbeat's DELETE of a row the peer never received.
 use strict;
 use warnings;
-use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -68,11 +32,8 @@ my $major = $node1->pg_version->major(separator => '.');
 
 my $pair = SnowflakeTwoPrimaries->new(\@nodes);
 
-# Step 1 of the guide: snowflake.database names "app" from the start, as
-# the guide's configuration does (left at '', the run before the restart
-# would heartbeat in "app" too, leaving a row of an instance the peer never
-# sees).  The restart once "app" exists saves the 10 s a registry that
-# found no database waits before it tries again.
+# Step 1 of the guide; the restart once "app" exists saves the 10 s a
+# registry that found no database waits before it tries again.
 for my $node (@nodes)
 {
 	$node->init(allows_streaming => 'logical');
@@ -133,10 +94,7 @@ sub function_tables
 }
 
 # --- 1. the publications ------------------------------------------------------
-
-# The guide's steps 3 and 4 and "Adding tables later" are read from the
-# page and run as they stand; the guide's nodes are node1 (port 5433) and
-# node2 (port 5434) on 127.0.0.1, replaced by the test's.
+# The guide's nodes (127.0.0.1 ports 5433 and 5434) become the test's.
 my $page = 'docs/multi-primary.md';
 my %doc_port = (node1 => 5433, node2 => 5434);
 
@@ -212,11 +170,9 @@ SELECT s.subname, s.suborigin, string_agg(format('%s:%s', r.srrelid::regclass, r
 }
 
 # --- 2. heartbeats replicate ----------------------------------------------------
-
 my %instance = $pair->check_heartbeats;
 
 # --- 3. concurrent inserts on both nodes ---------------------------------------
-
 my $sessions = 4;
 my $per_session = 10000;
 my $total = 2 * $sessions * $per_session;
@@ -241,14 +197,12 @@ for my $node (@nodes)
 		push @runs,
 		  {
 			name => $name,
-			run => IPC::Run::start(
-				[
-					$node->installed_command('psql'), '-XAtq',
-					'-v', 'ON_ERROR_STOP=1',
-					'-d', $node->connstr($db),
-					'-c', "SELECT pg_advisory_lock_shared($gate_key)",
-					'-c', "SELECT pg_advisory_unlock_shared($gate_key)",
-					'-c', qq{
+			run => SnowflakeTest::start_psql(
+				$node, $dir, $name,
+				'-c', "\\connect $db",
+				'-c', "SELECT pg_advisory_lock_shared($gate_key)",
+				'-c', "SELECT pg_advisory_unlock_shared($gate_key)",
+				'-c', qq{
 DO \$\$
 BEGIN
     FOR i IN 1 .. $per_session LOOP
@@ -256,10 +210,7 @@ BEGIN
         COMMIT;
     END LOOP;
 END
-\$\$}
-				],
-				'>', "$dir/$name.out", '2>', "$dir/$name.err",
-				IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default))
+\$\$})
 		  };
 	}
 }
@@ -323,7 +274,6 @@ SELECT (SELECT count(*) FROM readings_1 WHERE origin = 1),
   for @nodes;
 
 # --- 4. a node-id collision -----------------------------------------------------
-
 my @offsets = map { -s $_->logfile } @nodes;
 $node2->safe_psql($db, 'ALTER SYSTEM SET snowflake.node_id = 1');
 $node2->restart;
@@ -371,7 +321,6 @@ is($node2->safe_psql($db, 'SELECT try_nextval()'),
 is(status($node1), '1|f', 'node1: still no collision');
 
 # --- 5. tables added later, and snowflake_convert_column() ----------------------
-
 $_->safe_psql($db, SnowflakeTwoPrimaries::legacy_schema(number($_))) for @nodes;
 
 # "Adding tables later" in the guide: on every node the publication
@@ -418,7 +367,6 @@ SELECT count(*) FILTER (WHERE id <= $max_serial AND note LIKE 'serial %'),
   for @nodes;
 
 # --- 6. over the whole test -------------------------------------------------------
-
 $pair->wait_caught_up;
 is(digest($node2, 'items'), digest($node1, 'items'),
 	'items is still identical on both nodes');

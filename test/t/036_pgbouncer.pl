@@ -1,36 +1,13 @@
 # snowflake_nextval() and worker-id leases behind PgBouncer in transaction
-# mode, where a client is not a server connection: PgBouncer hands each
-# transaction of each client to one of a few server connections, and a
-# server connection outlives the clients it served.  The test starts its
-# own PgBouncer, as the test's user, on loopback, on a free port, with its
-# configuration in the test's temporary directory.
-#
-# 1. 80 pgbench clients (40 in the simple and 40 in the extended query
-#    protocol) insert snowflake_nextval() IDs through a pool of 4 server
-#    connections: no transaction fails, no ID repeats, the IDs of each
-#    server backend strictly increase, and they decode to worker ids below
-#    the lease space, one per server connection, not one per client.
-# 2. A time-scoped lease granted through the pooler is renewed by another
-#    client, whose transaction PgBouncer runs on another server connection,
-#    then renewed and released by further clients.
-# 3. With snowflake.allow_connection_leases = off, a connection-scoped
-#    grant through the pooler fails (SQLSTATE 55000, with its DETAIL and
-#    HINT), a time-scoped one does not, and a connection-scoped lease taken
-#    before is still held and renewed by its connection.
-# 4. With it on, a connection-scoped lease taken through the pooler
-#    belongs to the server connection, not to the client: it is still held
-#    after its client left, another server connection cannot renew it
-#    ("belongs to another connection", with the hint about poolers), the
-#    next grant gets the other worker id and then none is left, and the
-#    lease ends only when PgBouncer closes that server connection
-#    (RECONNECT on its admin console).
-# 5. In a pool of one server connection, a client renews and releases the
-#    connection-scoped lease that another client, gone, took: the server
-#    cannot tell them apart.
-#
-# Debian's pgbouncer is in /usr/sbin; test/install-deps.sh installs it.  It
-# does not depend on the server's version, so the test runs on every
-# version; without it the test fails on 15 and is skipped elsewhere.
+# mode, where a server connection serves many clients and outlives them.
+# Proves: (1) 80 pgbench clients on 4 server connections get distinct IDs,
+# ascending per backend, one worker id per server connection; (2) a
+# time-scoped lease is renewed and released by other clients; (3) with
+# snowflake.allow_connection_leases off a connection-scoped grant fails
+# (55000, DETAIL, HINT) and one taken before still holds; (4) with it on, a
+# connection-scoped lease belongs to the server connection, not the client,
+# and ends only when PgBouncer closes it; (5) in a pool of one, any client
+# renews and releases it.  Fails on 15 without pgbouncer, skipped elsewhere.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -40,7 +17,6 @@ use SnowflakeTest;
 use Test::More;
 use IPC::Run;
 
-# The one on PATH first, else Debian's.
 my $pgbouncer = SnowflakeTest::find_program('pgbouncer')
   // SnowflakeTest::find_program('pgbouncer', '/usr/sbin');
 SnowflakeTest::require_tool(defined $pgbouncer, 'pgbouncer', "Debian's pgbouncer",
@@ -60,18 +36,15 @@ CREATE TABLE issued (n bigserial, id bigint NOT NULL, session integer NOT NULL);
 });
 my $user = $node->safe_psql('postgres', 'SELECT current_user');
 
-# PgBouncer: database "pooled" with a pool of $pool_size server connections
-# and "single" with one, both the node's database "postgres", in
-# transaction mode; "pgbouncer" is its admin console.
+# PgBouncer in transaction mode: "pooled" with a pool of $pool_size server
+# connections and "single" with one, both the node's "postgres".
 my $dir = PostgreSQL::Test::Utils::tempdir('pgbouncer');
 my $port = PostgreSQL::Test::Cluster::get_free_port();
 my $log = "$PostgreSQL::Test::Utils::log_path/036_pgbouncer_pgbouncer.log";
 my $server = 'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres';
-open my $fh, '>', "$dir/users.txt" or die "cannot write $dir/users.txt: $!";
-print $fh qq{"$user" ""\n};
-close $fh;
-open $fh, '>', "$dir/pgbouncer.ini" or die "cannot write $dir/pgbouncer.ini: $!";
-print $fh qq{[databases]
+append_to_file("$dir/users.txt", qq{"$user" ""\n});
+append_to_file(
+	"$dir/pgbouncer.ini", qq{[databases]
 pooled = $server
 single = $server pool_size=1
 
@@ -86,8 +59,7 @@ pool_mode = transaction
 default_pool_size = $pool_size
 max_client_conn = 200
 logfile = $log
-};
-close $fh;
+});
 my $bouncer_err = '';
 my $bouncer = IPC::Run::start([ $pgbouncer, "$dir/pgbouncer.ini" ],
 	'>', \my $bouncer_out, '2>', \$bouncer_err);
@@ -96,8 +68,6 @@ END
 	local $?;
 	$bouncer->kill_kill if defined $bouncer && $bouncer->pumpable;
 }
-
-
 sub slurp_log
 {
 	return -f $log ? PostgreSQL::Test::Utils::slurp_file($log) : '';
@@ -118,8 +88,7 @@ sub pooled
 	  . (defined $application_name ? " application_name=$application_name" : '');
 }
 
-# Runs $sql as a new client of PgBouncer's database $db, its errors in
-# verbose form (with SQLSTATE).  Returns (status, stdout, stderr).
+# Runs $sql as a new client of $db, errors verbose: (status, stdout, stderr).
 sub client
 {
 	my ($db, $sql) = @_;
@@ -141,8 +110,7 @@ sub client_ok
 	return $out;
 }
 
-# A client that stays connected (a BackgroundPsql session), named
-# $application_name.
+# A client that stays connected (a BackgroundPsql session).
 sub session
 {
 	my ($db, $application_name) = @_;
@@ -163,10 +131,8 @@ sub lease_row
 		"SELECT $columns FROM snowflake_leases WHERE token = $token");
 }
 
-# Sets snowflake.allow_connection_leases and waits until a new backend
-# sees it.  The server connections PgBouncer already has were signalled
-# before that, but RECONNECT has PgBouncer replace them anyway, so that the
-# next clients are served by backends started after the reload.
+# Sets snowflake.allow_connection_leases, waits until a new backend sees it,
+# and has PgBouncer replace its server connections (RECONNECT).
 sub set_connection_leases
 {
 	my ($value) = @_;
@@ -184,9 +150,8 @@ my $another_connection_hint =
 
 # 1. snowflake_nextval() from 80 clients through 4 server connections.
 my $script = "$dir/nextval.sql";
-open $fh, '>', $script or die "cannot write $script: $!";
-print $fh "INSERT INTO issued (id, session) VALUES (snowflake_nextval(), pg_backend_pid());\n";
-close $fh;
+append_to_file($script,
+	"INSERT INTO issued (id, session) VALUES (snowflake_nextval(), pg_backend_pid());\n");
 my @runs;
 for my $protocol ('simple', 'extended')
 {

@@ -1,41 +1,16 @@
-# Failover under a real HA manager: pg_auto_failover 2.0 (Debian's
-# postgresql-15-auto-failover), set up as docs/high-availability.md says,
-# with the guide's monitor settings, pg_autoctl commands, postgresql.conf
-# lines and waits read from the page (SnowflakeDocs).
-# A monitor, a primary (node_a) and a secondary (node_b), each run by its
-# own pg_autoctl service as the test's user, on 127.0.0.1 with private ports
-# and directories.  The extension is preloaded on both data nodes through
-# their postgresql.conf, which pg_autoctl leaves alone but for the include
-# of its own file at the top; node_b gets it from node_a's data directory
-# with pg_basebackup.  node_b's pg_autoctl, and so its postgres, runs under
-# libfaketime 60 s behind node_a.
-#
-# Proves:
-#   - pg_auto_failover replicates synchronously (ANY 1 of the standby), so
-#     the reservation that covers node_a's IDs is on node_b before an ID
-#     uses it;
-#   - (a) while sessions issue IDs on node_a (rows committed, IDs streamed
-#     to clients) and (e) hold a time-scoped lease, node_a is lost at once:
-#     its pg_autoctl and its postgres killed, nothing restarts them;
-#   - (b) the monitor promotes node_b by itself (wait_primary);
-#   - (c) node_b's first generation warns that its clock is behind the
-#     reservation, and every ID node_b issues is above every ID node_a
-#     issued (rows, streamed IDs), none repeats;
-#   - (e) the lease is on node_b with its worker id, token and window, its
-#     holder renews it there with its token, a new grant gets another worker
-#     id and a larger token, and once every id is held grants are refused;
-#   - (d) node_a's pg_autoctl, started again, rejoins as a secondary (the
-#     monitor drives it through pg_rewind), and issues nothing: there
-#     snowflake_nextval() fails as on any standby, and the lease node_b
-#     renewed is replayed there.
-# It notes the failover gap (how far node_b's first ID lies above node_a's
-# last, in IDs and in ms of their timestamps) and how long after the kill
-# the monitor showed node_b promoted and node_b issued its first ID; it
-# asserts on none of these times.
+# Failover under pg_auto_failover 2.0, set up as docs/high-availability.md
+# says (commands and settings read from the page): a monitor, a primary
+# node_a and a secondary node_b whose clock is 60 s behind.  Proves that
+# replication is synchronous, so node_a's reservation is on node_b before an
+# ID uses it; that node_a lost mid-load (rows, streamed IDs, a held lease)
+# makes the monitor promote node_b, whose first generation warns of its clock
+# and whose IDs are all above node_a's, none repeated; that the lease holds
+# on node_b (renewal, a new grant's worker id and token, refusal once all are
+# leased); and that node_a rejoins as a secondary that issues and leases
+# nothing and replays the renewed lease.  Failover times are noted only.
 use strict;
 use warnings;
 use File::Basename qw(basename);
-use POSIX ();
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -46,9 +21,6 @@ use SnowflakeDocs;
 use SnowflakeTest;
 use SnowflakeStandby;
 
-# Debian packages pg_auto_failover for PostgreSQL 15 only (test/install-deps.sh
-# installs it).  On another version, whose server has no pgautofailover
-# extension, the test is skipped, saying why; on 15 its absence fails.
 chomp(my $sharedir = `pg_config --sharedir`);
 chomp(my $bindir = `pg_config --bindir`);
 die "pg_config on PATH did not answer" unless $sharedir ne '' && $bindir ne '';
@@ -61,18 +33,11 @@ SnowflakeTest::require_tool(defined $pg_autoctl, 'pg_autoctl',
 my $pg_ctl = "$bindir/pg_ctl";
 my ($testname) = basename($0) =~ /^(.*)\.pl$/;
 
-# The steps of docs/high-availability.md marked
-# <!-- run by: test/t/037_pg_auto_failover.pl NAME --> are read from the
-# page: the monitor's settings, and the pg_autoctl commands and the
-# postgresql.conf lines of steps 1 to 3, with the test's pg_ctl, data
-# directories and ports in place of the guide's.  The test makes the data
-# directories itself (PostgreSQL::Test::Cluster), and waits for the
-# monitor's states where the guide's reader would look.
+# The steps of docs/high-availability.md marked "run by: test/t/037..." are
+# read from the page, the test's pg_ctl, directories and ports put in place
+# of the guide's (each key of %subst, which $text must hold).
 my $page = 'docs/high-availability.md';
 
-# $text with the guide's pg_ctl and the guide's text in each key of
-# %subst ("~/ha/node_a", "--pgport 6001", ...), which $text must hold,
-# replaced by the test's.
 sub from_guide
 {
 	my ($text, %subst) = @_;
@@ -80,8 +45,7 @@ sub from_guide
 		'/usr/lib/postgresql/15/bin/pg_ctl' => $pg_ctl, %subst);
 }
 
-# The arguments of the guide's "pg_autoctl create ..." command in $block,
-# run in the background there ("&").
+# The arguments of the guide's "pg_autoctl create ..." command (run with "&").
 sub autoctl_args
 {
 	my ($block, $prefix, %subst) = @_;
@@ -91,16 +55,13 @@ sub autoctl_args
 	return @args;
 }
 
-# The clock of node_b is this far behind node_a's; IDs may run this far
-# ahead of node_b's clock, so the promoted node_b continues at once (see
-# 011_standby_promotion.pl).  The gap outlasts the failover, however slow a
-# loaded machine makes it.
+# node_b's clock is this far behind node_a's; IDs may run this far ahead of
+# it, so the promoted node_b continues at once, however slow the failover.
 my $behind_s = 60;
 my $max_drift_ms = 90_000;
 
-# pg_autoctl keeps its configuration, state and pid files under the XDG
-# directories: the test's own, not the user's.  The runtime directory must
-# exist, or it puts its pid files under /tmp/pg_autoctl.
+# pg_autoctl's configuration, state and pid files go under the test's XDG
+# directories (without the runtime one, it uses /tmp/pg_autoctl).
 my $xdg = PostgreSQL::Test::Utils::tempdir();
 mkdir "$xdg/run", 0700 or die "could not create $xdg/run: $!";
 my %autoctl_env = (
@@ -108,38 +69,22 @@ my %autoctl_env = (
 	XDG_DATA_HOME => "$xdg/data",
 	XDG_RUNTIME_DIR => "$xdg/run");
 
-# Runs pg_autoctl @args in the background, in a process group of its own
-# (so that it and what it starts can be killed at once), its output in
-# tmp_check/log.  %$env is added to the environment.
+# Runs pg_autoctl @args as a service, %$env added to the environment.
 my %services;    # name => pid, the process group's leader
 my ($monitor, $node_a, $node_b);
 
 sub start_pg_autoctl
 {
 	my ($name, $env, @args) = @_;
-	my $log = "$PostgreSQL::Test::Utils::log_path/${testname}_${name}_pg_autoctl.log";
-	my $pid = fork();
-	die "could not fork: $!" unless defined $pid;
-	if ($pid == 0)
-	{
-		POSIX::setsid();
-		%ENV = (%ENV, %autoctl_env, %$env);
-		open STDIN, '<', '/dev/null' or POSIX::_exit(126);
-		open STDOUT, '>>', $log or POSIX::_exit(126);
-		open STDERR, '>&', \*STDOUT or POSIX::_exit(126);
-		exec($pg_autoctl, @args) or POSIX::_exit(127);
-	}
-	$services{$name} = $pid;
+	$services{$name} = SnowflakeTest::start_service(
+		"$PostgreSQL::Test::Utils::log_path/${testname}_${name}_pg_autoctl.log",
+		{ %autoctl_env, %$env }, $pg_autoctl, @args);
 	return;
 }
 
-# Kills a pg_autoctl service and everything in its process group at once
-# (SIGKILL: no shutdown), as the loss of its machine would.  pg_autoctl 2.0
-# runs the postmaster in that group, so it dies with it; its children, each
-# in a session of its own, exit as they notice the postmaster's death, as
-# after any postmaster crash.  pg_ctl stop in immediate mode then returns
-# once the postmaster is gone (saying "server does not shut down": it left
-# its pid file behind), or stops one that runs in a session of its own.
+# Kills a pg_autoctl service and its process group (SIGKILL), as the loss of
+# its machine would; the postmaster is in that group.  pg_ctl stop -m immediate
+# then returns once the postmaster is gone.
 sub kill_node
 {
 	my ($name, $node) = @_;
@@ -155,21 +100,12 @@ sub kill_node
 	return;
 }
 
-# At the end, each pg_autoctl is asked to stop (SIGTERM: it stops its
-# postgres and removes its semaphore and pid file), and killed as above if it
-# has not within 30 s.
+# Each pg_autoctl is asked to stop (SIGTERM), and killed if it has not within 30 s.
 END
 {
 	my $exit_code = $?;
-	for my $name (grep { exists $services{$_} } qw(node_a node_b monitor))
-	{
-		my $pid = $services{$name};
-		kill 'TERM', $pid;
-		my $deadline = Time::HiRes::time() + 30;
-		Time::HiRes::sleep(0.1)
-		  while waitpid($pid, POSIX::WNOHANG()) == 0 && Time::HiRes::time() < $deadline;
-		delete $services{$name} if waitpid($pid, POSIX::WNOHANG()) == -1;
-	}
+	SnowflakeTest::stop_service(delete $services{$_}, 'TERM')
+	  for grep { exists $services{$_} } qw(node_a node_b monitor);
 	kill_node('node_a', $node_a) if defined $node_a;
 	kill_node('node_b', $node_b) if defined $node_b;
 	kill_node('monitor', $monitor) if defined $monitor;
@@ -185,8 +121,7 @@ sub show_state
 	return $out . $err;
 }
 
-# Waits until the monitor has each node in the state given, both assigned
-# by the monitor (goalstate) and reached by the node (reportedstate).
+# Waits until the monitor assigned each node its state and the node reached it.
 sub wait_for_states
 {
 	my (%states) = @_;
@@ -203,15 +138,9 @@ sub wait_for_states
 }
 
 # --- the monitor -------------------------------------------------------------------
-# The data directories are made with initdb by PostgreSQL::Test::Cluster,
-# whose postgresql.conf settings (listen_addresses = '' among them) come
-# after pg_autoctl's include line, which it puts at the top: the settings
-# pg_auto_failover needs are set again after them.  The monitor checks the
-# nodes every second and gives up on a lost primary after 10 s instead of
-# 20 s and 30 s.  (Was: a 1 s health-check timeout and 3 s before a node
-# counts as unhealthy, which a loaded machine's slow connection or late
-# keeper report can exceed, so that the monitor fails over a healthy
-# primary; 10 s is ten times what the keeper needs between reports.)
+# PostgreSQL::Test::Cluster's settings come after pg_autoctl's include line,
+# so pg_auto_failover's are set again.  The monitor's timeouts (10 s) leave
+# a loaded machine's slow keeper reports room, so no healthy primary fails over.
 $monitor = PostgreSQL::Test::Cluster->new('monitor');
 $monitor->init;
 $monitor->append_conf('postgresql.conf', q{
@@ -228,11 +157,8 @@ $monitor->poll_query_until('pg_auto_failover',
 	q{SELECT count(*) = 1 FROM pgautofailover.formation WHERE formationid = 'default'})
   or die 'the monitor did not come up';
 
-# The guide's block $block_name creates $name on port $guide_port; its
-# socket directory is PGHOST, which the test's framework sets, as the guide
-# says to.  The block's commands after "pg_autoctl create postgres" then
-# run with bash, as the docs tier runs sh blocks (within the framework's
-# timeout).
+# The guide's block $block_name creates $name on port $guide_port; the rest
+# of the block's commands then run with bash, as the docs tier runs them.
 sub create_data_node
 {
 	my ($name, $node, $env, $block_name, $guide_port) = @_;
@@ -259,10 +185,6 @@ sub create_data_node
 }
 
 # --- the primary -------------------------------------------------------------------
-# An existing data directory: pg_autoctl registers it as the formation's
-# single node.  The secondary gets its postgresql.conf with pg_basebackup,
-# port line included, which does no harm: pg_autoctl starts postgres with
-# the node's port and listen address on the command line (-p, -h).
 $node_a = PostgreSQL::Test::Cluster->new('node_a');
 $node_a->init(allows_streaming => 1);
 $node_a->append_conf('postgresql.conf', qq{
@@ -271,7 +193,6 @@ max_connections = 40
 timezone = 'UTC'
 snowflake.lease_workers = 2
 });
-# The guide's lines (snowflake preloaded, its max_drift), by its command.
 command_ok(
 	[
 		'bash', '-euo', 'pipefail', '-c',
@@ -329,7 +250,6 @@ my @runs = SnowflakeStandby::start_load($node_a, $dir, inserters => 1, streamers
 ok( $node_a->poll_query_until(
 		'postgres', 'SELECT count(*) >= 20000 FROM ids'),
 	'sessions commit rows on node_a');
-# The clients' output files, as the server sees them (same host).
 ok( $node_a->poll_query_until(
 		'postgres', qq{
 SELECT bool_and((pg_stat_file('$dir/stream_' || s || '.out', true)).size > 0)
@@ -345,7 +265,6 @@ is(PostgreSQL::Test::Utils::system_log($pg_ctl, '-D', $node_a->data_dir, 'status
 	3, 'node_a\'s pg_autoctl and postgres are gone');
 ok(!$_->finish, 'a generating psql ended with node_a') for @runs;
 
-# The IDs each stream saw, in order (whole lines only).
 my $streamed_file = "$dir/streamed.txt";
 my ($streamed, $max_streamed) = SnowflakeStandby::check_streams($dir, $streamers,
 	nonempty => 'from node_a', into => $streamed_file);
@@ -365,7 +284,6 @@ $node_b->psql(
 my $first_at = Time::HiRes::time();
 note show_state();
 
-# (e) before any lease change on node_b: the lease as node_a granted it.
 is( $node_b->safe_psql('postgres',
 		"SELECT $lease_columns, state FROM snowflake_leases WHERE token = $lease_token"),
 	"$lease|held",
@@ -450,7 +368,6 @@ my $node_a_standby = 'pgautofailover_standby_'
   . $monitor->safe_psql('pg_auto_failover',
 	q{SELECT nodeid FROM pgautofailover.node WHERE nodename = 'node_a'});
 $node_b->wait_for_catchup($node_a_standby);
-# Not the state: each server judges an expiry by its own clock.
 is( $node_a->safe_psql('postgres',
 		"SELECT $lease_columns FROM snowflake_leases WHERE token = $lease_token"),
 	$node_b->safe_psql('postgres',

@@ -1,11 +1,7 @@
-# A damaged $PGDATA/snowflake.lease_state stops the server at start, naming
-# the file, the block and the fix, instead of forgetting a lease:
-#   - a block of zeros (two one-hour leases, a clean stop, the second
-#     lease's block zeroed), of a worker id leased or never leased;
-#   - a torn block (garbage in it: its checksum is wrong);
-#   - a header of zeros;
-# and a file of version 1.5 (its header, zeros for the worker ids never
-# leased) starts, keeps its leases, and is rewritten in the current format.
+# A damaged snowflake.lease_state (a zeroed block of a leased or unleased
+# worker id, a torn block, a zeroed header) stops the server at start,
+# naming the file, the block and the fix; the restored file's header keeps
+# the node id and the largest token.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -75,23 +71,11 @@ is($node->safe_psql('postgres', $leases), $before,
 	'the restored file has both leases back');
 $node->stop;
 
-# Version 1.5's format: its header, zero blocks for ids never leased.
-rewrite_as_v15($file, 1);
-is(scalar(grep { lease_block($file, $_) eq "\0" x 512 } 1 .. 127),
-	125, 'a file of version 1.5 has zeros for the 125 worker ids never leased');
-my $offset = -s $node->logfile;
 $node->start;
-is($node->safe_psql('postgres', $leases), $before,
-	'a file of version 1.5 starts, with every lease as it was');
-like(slurp_file($node->logfile, $offset),
-	qr/LOG:  rewrote file "\Q$file\E" of snowflake 1.5 in the current format/,
-	'and is rewritten in the current format');
 my $header = read_lease_header($file);
-is(sprintf('%x|%d|%d|%d', @$header{qw(magic crc_ok blocks last_token)}),
-	"534c4832|1|128|$b_token",
-	'the new header: its magic and checksum, 128 blocks, the largest token');
-is(scalar(grep { lease_block($file, $_) eq "\0" x 512 } 1 .. 127),
-	0, 'no block of zeros is left');
+is(sprintf('%x|%d|%d|%d|%d', @$header{qw(magic crc_ok blocks node_id last_token)}),
+	"534c4833|1|128|" . $node->safe_psql('postgres', 'SHOW snowflake.node_id') . "|$b_token",
+	'the header: its magic and checksum, 128 blocks, the node id, the largest token');
 is($node->safe_psql('postgres', qq{SELECT expires_at > now() FROM snowflake_renew_lease($b_token, NULL)}),
 	't', 'B renews its lease');
 $node->safe_psql('postgres', "SELECT snowflake_release_lease($a_token, NULL)");

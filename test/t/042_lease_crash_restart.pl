@@ -1,18 +1,10 @@
-# Leases across crashes of PostgreSQL alone, and of the machine.  Renewals and a holder's releases are written into
-# $PGDATA/snowflake.lease_state but not fsynced; a crash of PostgreSQL alone
-# loses none of them (the kernel's page cache outlives the processes), so
-# after it the leases are exactly as they were:
-#   - a backend killed with SIGKILL, the postmaster reinitializing itself
-#     (restart_after_crash = on);
-#   - a backend killed with SIGKILL, the postmaster exiting, and a start;
-#   - an immediate stop and a start;
-# each time a lease that had expired before the crash stays expired (its
-# worker id is leased again above its window), and a lease still running
-# keeps its not_after.  A crash of the machine (simulated: another boot id
-# recorded in the header) may have lost renewals: the first change after
-# it settles, moving every lease not released a window past that moment,
-# even after a further crash before that change; so does a backup restored
-# on the same machine.
+# Leases across crashes.  Renewals and releases are written to
+# snowflake.lease_state without fsync: a crash of PostgreSQL alone (a
+# backend killed with restart_after_crash on or off, an immediate stop)
+# loses none, and an expired lease stays expired while a running one keeps
+# its not_after.  A crash of the machine (another boot id in the header)
+# may have lost renewals: the first change after it settles, moving every
+# lease a window on, even after a further crash; so does a restored backup.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -74,8 +66,7 @@ sub unchanged_after
 		"$crash: the lease that had expired is still expired, with its not_after");
 	is(lease_row($long_token), $long_before,
 		"$crash: the running lease is held, with the same not_after");
-	# The expired lease's worker id, freed before the spare one, goes next,
-	# above its window.
+	# The expired lease's worker id, freed first, goes next, above its window.
 	my ($worker, $not_before) = split /\|/, $node->safe_psql(
 		'postgres', q{
 SELECT worker_id, (extract(epoch FROM not_before) * 1000)::bigint
@@ -100,8 +91,7 @@ $node->poll_query_until('postgres', 'SELECT true')
   or die 'the server did not come back after its crash';
 unchanged_after('a crash restart of the postmaster', $expired, $spare, $expired_before, $long_before);
 
-# 2. A backend killed, the postmaster exiting (restart_after_crash = off),
-# and a start.
+# 2. A backend killed, the postmaster exiting (restart_after_crash = off), a start.
 $node->append_conf('postgresql.conf', 'restart_after_crash = off');
 $node->restart;
 ($expired, $spare) = expired_lease('expired 2');
@@ -154,8 +144,7 @@ ok($state eq 'held' && $not_after >= $before_kill_ms + 3_600_000,
 	'the running lease too');
 is(read_lease_header($file)->{settle}, 0, 'and the header says the settle is done');
 
-# 5. A backup restored on the same machine (pg_basebackup, with its
-# backup_label) may lack the renewals made after it: it settles too.
+# 5. A backup restored on the same machine may lack later renewals: it settles too.
 SnowflakeTest::wait_until(sub { (split /\|/, lease_row($expired))[1] eq 'expired' },
 	'the settled lease to expire again');
 $node->backup('copy');

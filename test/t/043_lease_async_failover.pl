@@ -1,13 +1,9 @@
 # Tokens across an asynchronous failover: a lost grant's token is never
-# handed out again.  An asynchronous standby that missed a grant is promoted; the tokens it grants
-# lie above the millisecond of its promotion times 1024, above every token
-# the old primary granted, so the lost grant's token is never handed out
-# again, and its holder's renewal on the new primary fails with SQLSTATE
-# 55000 (it must stop).  A restart of the new primary keeps its tokens
-# rising, and a standby of it replays the tokens and, promoted in turn,
-# grants above them.  A second standby of the old primary, promoted later
-# onto the same timeline 2 (no shared WAL archive), grants above the first
-# one's tokens too: the timeline alone would not separate them.
+# handed out again.  A standby that missed a grant, promoted, grants above
+# the millisecond of its promotion times 1024, and the lost holder's renewal
+# there fails (55000).  Restarts, a standby of it promoted, a second standby
+# promoted onto the same timeline 2, and a restored base backup all grant
+# above every earlier token.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -30,8 +26,8 @@ sub now_ms
 
 my $grant = q{SELECT worker_id, token FROM snowflake_lease_worker('%s', interval '10 minutes')};
 my ($x_worker, $x_token) = split /\|/, $primary->safe_psql('postgres', sprintf($grant, 'X'));
-# A grant's record is not flushed at once without synchronous standbys (the
-# WAL writer does it soon): wait for the insert position, not the written one.
+# Without synchronous standbys a grant's record is flushed soon, not at
+# once: wait for the insert position.
 $primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 $primary->wait_for_catchup($late, 'replay', $primary->lsn('insert'));
 is($standby->safe_psql('postgres', qq{SELECT state FROM snowflake_leases WHERE token = $x_token}),
@@ -72,8 +68,7 @@ is($standby->safe_psql('postgres', qq{SELECT holder, state FROM snowflake_leases
 is($standby->safe_psql('postgres', "SELECT expires_at > now() FROM snowflake_renew_lease($x_token, NULL)"),
 	't', 'the replicated lease X renews on the new primary');
 
-# A restart keeps the token counter (and forgets the stopped WAL receiver's
-# setting, which a standby of it would inherit).
+# A restart keeps the token counter (and forgets the stopped WAL receiver).
 $standby->safe_psql('postgres', 'ALTER SYSTEM RESET primary_conninfo');
 $standby->restart;
 my (undef, $c_token) = split /\|/, $standby->safe_psql('postgres', sprintf($grant, 'C'));
@@ -97,10 +92,8 @@ my (undef, $d_token) = split /\|/, $standby2->safe_psql('postgres', sprintf($gra
 ok($d_token > $c_token, "its grants take tokens above the first new primary's ($d_token)");
 $standby2->stop;
 
-# The old primary's other standby, left behind on timeline 1, is promoted
-# now.  It never saw the first promotion's history, so it takes timeline 2
-# as well; its tokens still lie above B's, whose holder (after the first
-# new primary died too) renews here in vain.
+# The old primary's other standby, left on timeline 1, promoted now, takes
+# timeline 2 as well; its tokens still lie above B's, renewed here in vain.
 $late->promote;
 $late->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
   or die 'the late standby was not promoted';

@@ -1,24 +1,10 @@
 # snowflake.database = '' (the default): the "snowflake registry launcher"
 # runs a node registry in every database that holds the extension, and in
-# no other.
-#
-# 1. The extension in "one" and "two" (and "postgres", where the test
-#    reads snowflake_status()): a registry connected to each, each
-#    heartbeating in its own snowflake_nodes; "plain", without it, is
-#    probed (its registry starts and exits) with no problem and no WARNING.
-# 2. CREATE EXTENSION in "late" after the start: a registry runs there
-#    without a restart.
-# 3. DROP EXTENSION in "two": its registry exits, quietly; created again,
-#    the extension gets a registry again.
-# 4. DROP DATABASE "one", with its registry connected: it succeeds, and
-#    no problem is left.
-# 5. A registry that is terminated is reported, and started again.
-# 6. Too few background worker slots: the registry that cannot start is a
-#    problem naming its database, with a WARNING whose HINT gives the fix;
-#    more slots, and it runs.
-# 7. More databases with the extension than the 16 registry slots: a
-#    problem counting and naming those left out, with a WARNING whose HINT
-#    gives the fix; two extensions fewer, and the problem is gone.
+# no other.  Proves it for databases with and without it, CREATE EXTENSION
+# after the start, DROP EXTENSION and DROP DATABASE (quiet, no problem
+# left), a terminated registry (reported, restarted), too few worker slots
+# and more databases than the 16 registry slots (a problem naming them,
+# with a WARNING whose HINT gives the fix; gone once fixed).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -26,8 +12,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeTest;
 
-# log_min_messages: "registering/unregistering background worker", each
-# probe in the log.
+# debug1: the log shows "registering/unregistering background worker".
 my $node = SnowflakeTest::new_node('every_database',
 	settings => { 'snowflake.registry_interval' => 200, log_min_messages => 'debug1' });
 for my $db ('one', 'two', 'plain', 'late')
@@ -69,7 +54,6 @@ sub oid_of
 }
 
 # --- 1. two databases with the extension, one without -------------------------
-
 is( $node->safe_psql(
 		'postgres', q{SELECT count(*) FROM pg_stat_activity
                        WHERE backend_type = 'snowflake registry launcher' AND datname IS NULL}),
@@ -96,7 +80,6 @@ unlike(slurp_file($node->logfile), qr/WARNING:  snowflake node registry/,
 	'no registry WARNING in the log');
 
 # --- 2. CREATE EXTENSION after the start ----------------------------------------
-
 $node->safe_psql('late', 'CREATE EXTENSION snowflake');
 ok(SnowflakeTest::wait_until(sub { registries() eq 'late,one,postgres,two' }, 'a registry in "late"'),
 	'CREATE EXTENSION starts a registry in "late", without a restart');
@@ -104,7 +87,6 @@ ok(SnowflakeTest::wait_until(sub { beats('late') >= 2 }, 'heartbeats in late'),
 	'it heartbeats there');
 
 # --- 3. DROP EXTENSION ------------------------------------------------------------
-
 my $two = oid_of('two');
 my $offset = -s $node->logfile;
 $node->safe_psql('two', 'DROP EXTENSION snowflake');
@@ -121,7 +103,6 @@ ok(SnowflakeTest::wait_until(sub { registries() eq 'late,one,postgres,two' }, 'a
 	'created again, the extension gets a registry again');
 
 # --- 4. DROP DATABASE with a registry connected -------------------------------------
-
 my ($ret, $stdout, $stderr) = $node->psql('postgres', 'DROP DATABASE one');
 is($ret, 0, 'DROP DATABASE succeeds while a registry is connected to it');
 is($stderr, '', 'with no error');
@@ -132,7 +113,6 @@ ok( $node->poll_query_until(
 	'and no problem is left');
 
 # --- 5. a registry that is terminated ---------------------------------------------
-
 my $late_pid = $node->safe_psql(
 	'postgres', q{SELECT pid FROM pg_stat_activity
                    WHERE backend_type = 'snowflake registry' AND datname = 'late'});
@@ -145,10 +125,8 @@ SELECT count(*) = 1 FROM pg_stat_activity AS a, snowflake_status() AS s
 	'a terminated registry is started again, and completes rounds');
 
 # --- 6. no background worker slot for a registry -------------------------------------
-# Six slots: the reservation worker, the launcher, PostgreSQL's logical
-# replication launcher, and three for the four
-# registries ("late", "postgres", "two", "three"): one of them cannot
-# start.  "plain" goes, so that no probe competes for the slots.
+# Six slots: reservation worker, launcher, logical replication launcher, and
+# three for four registries.  "plain" goes, so that no probe competes.
 
 $node->safe_psql('postgres', 'DROP DATABASE plain');
 $node->safe_psql('postgres', 'CREATE DATABASE three');
@@ -175,10 +153,7 @@ ok( $node->poll_query_until(
 	'and no problem is left');
 
 # --- 7. more databases with the extension than registry slots ----------------------
-# 16 slots: with 18 databases, two cannot be probed; the launcher says so,
-# counting and naming them (the first alone could be one an attacker
-# chose), with a HINT that gives the fix.  Two extensions fewer, and every
-# database that has it has its registry.
+# 16 slots, 18 databases: the launcher counts and names the two left out.
 
 $node->append_conf('postgresql.conf', "max_worker_processes = 24\n");
 $node->restart;

@@ -1,36 +1,16 @@
-# Snowflake IDs on a Citus cluster: a coordinator (node id 1) and two
-# workers (2 and 3) on loopback, set up with the blocks of docs/citus.md
-# (settings, every-node, coordinator, tables), read through SnowflakeDocs.
-# Citus 14 supports PostgreSQL 16 to 18: skipped on 15, and wherever
-# test/install-pg-versions.sh did not install Citus.
-#
-# 1. Two sessions on each node, released at once by a gate (an advisory
-#    lock on each node), insert 200 rows each into the distributed table
-#    events, one INSERT per transaction: every ID is distinct, decodes to
-#    the node that ran the INSERT, and each session's IDs increase.
-# 2. INSERT ... SELECT, by the method Citus picks (shown by EXPLAIN):
-#    "pull to coordinator" from the reference table on a worker gets that
-#    worker's IDs; "repartition" into event_copies gets the IDs of the
-#    worker that stores each new row; pushed down into a colocated table
-#    copies the keys.  Every ID made in the test is distinct.
-# 3. snowflake_timestamp(id) comparisons: every shard's task uses its
-#    primary key with the rewritten range; the same rows, form by form, as
-#    with snowflake.rewrite_timestamp_comparisons = off on every node
-#    (whose tasks then filter), which a SET on the coordinator alone does
-#    not reach.
-# 4. snowflake_decode() in a GROUP BY runs in the shards' queries; the
-#    counts per node id are exact.  In RETURNING Citus refuses it.
-# 5. snowflake_convert_column(): refused by Citus on the distribution
-#    column (XX000, nothing changed); done on a bigserial column that is
-#    not, on every node.
-# 6. Without the snowflake_nodes mesh of docs/citus.md (tested by
-#    051_citus_node_ids.pl), each node's registry lists only its own node
-#    id, as the page says.
-# 7. A table keyed by the snowflake type, distributed on that key: each
-#    node inserts with DEFAULT snowflake_nextval(), a lookup by = is routed
-#    to one shard, whose task uses the primary key, and the coordinator's
-#    JSON writes the IDs as strings.  Citus refuses to colocate it with
-#    the bigint-keyed events.
+# Snowflake IDs on a Citus cluster set up with docs/citus.md's blocks
+# (settings, every-node, coordinator, tables; the first three through
+# SnowflakeCitus.pm): a coordinator (node id 1) and workers 2 and 3 (Citus
+# 14: skipped on 15).
+# Proves: (1) sessions on every node released at once get distinct IDs that
+# decode to their node and increase per session; (2) INSERT ... SELECT by
+# each method Citus picks gets the IDs of the node that makes the row;
+# (3) snowflake_timestamp() comparisons use each shard's primary key, with
+# the same rows as with the rewrite off on every node; (4) snowflake_decode()
+# in GROUP BY runs in the shards (refused in RETURNING); (5) Citus refuses
+# snowflake_convert_column() on the distribution column, not on another;
+# (6) without the mesh each registry lists only its node; (7) a snowflake-
+# typed key: routed lookups, primary key used, JSON strings, no colocation.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -73,7 +53,6 @@ for my $node ($w1, $w2)
 }
 
 # --- 1. concurrent INSERTs through every node ----------------------------------
-
 my $sessions = 2;
 my $per_session = 200;
 my $gate_key = 4242;
@@ -129,7 +108,6 @@ SELECT string_agg(r.result, ' ' ORDER BY s.nodeport, r.shardid)
 	"each of the four shards holds rows of all three nodes");
 
 # --- 2. INSERT ... SELECT ------------------------------------------------------
-
 my $pull = q{INSERT INTO events (origin, session, n, kind_id)
 SELECT 2, 90, g, kind_id FROM kinds, generate_series(1, 50) AS g};
 like($w1->safe_psql('postgres', "EXPLAIN (COSTS OFF) $pull"),
@@ -178,7 +156,6 @@ SELECT count(*), count(DISTINCT id)
 	'every ID made in the test is distinct');
 
 # --- 3. snowflake_timestamp(id) predicates on the shards -----------------------
-
 $coord->safe_psql('postgres', 'ANALYZE events');
 my ($lo, $hi, $one) = split /\|/, $coord->safe_psql(
 	'postgres', q{
@@ -257,7 +234,6 @@ for my $node (@nodes)
 }
 
 # --- 4. snowflake_decode() in distributed queries ------------------------------
-
 my $by_node = 'SELECT (snowflake_decode(id)).node_id, count(*) FROM events GROUP BY 1';
 like($coord->safe_psql('postgres', "EXPLAIN (COSTS OFF, VERBOSE) $by_node"),
 	qr/Query: SELECT \(public\.snowflake_decode\(id\)\)\.node_id AS node_id, count\(\*\) AS count FROM public\.events_\d+ events WHERE true GROUP BY \(public\.snowflake_decode\(id\)\)\.node_id/,
@@ -277,7 +253,6 @@ like($w1->safe_psql('postgres',
 	qr/^\d+$/, 'RETURNING id works');
 
 # --- 5. snowflake_convert_column() --------------------------------------------
-
 $coord->safe_psql('postgres', q{
 CREATE TABLE legacy (id bigserial PRIMARY KEY, note text);
 SELECT create_distributed_table('legacy', 'id');
@@ -316,7 +291,6 @@ SELECT string_agg(format('%s:%s', tenant, id < 3 OR (snowflake_decode(id)).node_
 	'old rows keep their keys; new ones get IDs of the node that inserted them');
 
 # --- 6. without the mesh each registry sees only its own node -----------------
-
 for my $node (@nodes)
 {
 	ok($node->poll_query_until('postgres', 'SELECT count(*) > 0 FROM snowflake_nodes'),
@@ -327,7 +301,6 @@ for my $node (@nodes)
 }
 
 # --- 7. a distribution column of type snowflake --------------------------------
-
 $coord->safe_psql('postgres', q{
 CREATE TABLE api_items (id snowflake PRIMARY KEY DEFAULT snowflake_nextval(), note text);
 SELECT create_distributed_table('api_items', 'id', colocate_with => 'none');});

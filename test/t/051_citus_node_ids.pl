@@ -1,31 +1,13 @@
-# Node ids across a Citus cluster, as docs/citus.md ("Node ids across the
-# cluster", "More than 8 nodes") says: a coordinator (node id 1) and two
-# workers (9 and 10) with node_bits = 4 and worker_bits = 6, each node
-# publishing its snowflake_nodes and subscribing to every other node's
-# (origin = none, copy_data = false), set up with the page's blocks.
-# Skipped where Citus cannot run (see SnowflakeCitus).
-#
-# 1. The layout: 41 timestamp bits, 4 node bits, 6 worker bits, 64 slots on
-#    every node; IDs made through each node decode to its id.
-# 2. The mesh: with Citus's DDL propagation on, a publication created on
-#    the coordinator appears on the workers without snowflake_nodes (and
-#    theirs fails); the page's block (propagation off) on every node
-#    publishes snowflake_nodes alone; each node has its own two
-#    subscriptions only; every node's
-#    snowflake_nodes lists the running instances of all three, their beats
-#    growing; no collision.
-# 3. worker2 restarted with worker1's node id 9: both report
-#    node_collision, log the WARNING, and refuse snowflake_nextval() with
-#    55000; the coordinator still issues IDs.  worker2 back on 10: both
-#    clear and issue IDs.
-# 4. A streaming replica of worker1 (worker3), registered with
-#    citus_add_clone_node() and promoted by
-#    citus_promote_clone_and_rebalance(), which moves half of worker1's
-#    shards to it: its copied subscriptions, whose apply workers find
-#    worker1's slots in use, dropped with the page's block, worker1's slots
-#    untouched; wired into the mesh, it keeps node id 9, so worker1 and
-#    worker3 report the collision; node id 11 and a restart clear it.
-# The detection times are printed (note), not asserted.
+# Node ids across a Citus cluster, set up with docs/citus.md's blocks: a
+# coordinator (node id 1) and workers 9 and 10 (node_bits = 4), each
+# publishing its snowflake_nodes to every other.  Proves: (1) the layout
+# and that IDs decode to each node's id; (2) the mesh (a propagated
+# publication lacks snowflake_nodes; the page's block publishes it alone)
+# lists all three instances, beating, with no collision; (3) worker2 on node
+# id 9 makes both report the collision and refuse IDs (55000), cleared when
+# it is back on 10; (4) a replica of worker1 promoted by Citus, its copied
+# subscriptions dropped with the page's block, keeps node id 9 and collides
+# until given 11.  Detection times are noted, not asserted.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -73,8 +55,7 @@ sub instance
 	return $node->safe_psql('postgres', 'SELECT instance_id FROM snowflake_status()');
 }
 
-# The outcome of snowflake_nextval() on $node: 'ok' or the error, with
-# its SQLSTATE.
+# snowflake_nextval() on $node: 'ok' or the error, with its SQLSTATE.
 sub try_nextval
 {
 	my ($node) = @_;
@@ -97,7 +78,6 @@ sub sees_beating
 }
 
 # --- 1. the layout ----------------------------------------------------------------
-
 for my $node (@nodes)
 {
 	is( $node->safe_psql('postgres',
@@ -119,7 +99,6 @@ SELECT string_agg(format('%s:%s', origin, c), ' ' ORDER BY origin)
 	'IDs made through each node decode on the coordinator to its node id (9 and 10 above 7)');
 
 # --- 2. the mesh --------------------------------------------------------------------
-
 # With DDL propagation on, Citus creates the coordinator's publication on
 # the workers, without snowflake_nodes.
 $coord->safe_psql('postgres', 'CREATE PUBLICATION probe FOR TABLE snowflake_nodes');
@@ -192,7 +171,6 @@ SELECT string_agg(format('%s:%s', node_id, instance_id), ',' ORDER BY node_id) F
 }
 
 # --- 3. two nodes with one node id ----------------------------------------------------
-
 my $refusal = '55000: snowflake node_id 9 is also used by another running instance';
 
 # Polls until $node's node_collision is $want; false on timeout.
@@ -240,13 +218,11 @@ note(sprintf('both workers cleared %.1f s after worker2 restarted with node id 1
 is(status($w2), '10|f', 'worker2 runs with node id 10 again');
 
 # --- 4. a replica of worker1 promoted into a new node ---------------------------------
-
 $w1->backup('w1_backup');
 my $w3 = PostgreSQL::Test::Cluster->new('worker3');
 $w3->init_from_backup($w1, 'w1_backup', has_streaming => 1);
-# Citus's server.key (made by CREATE EXTENSION citus), which the
-# framework's copy of the backup leaves readable by others (pg_basebackup
-# itself keeps its mode): the server refuses such a key.
+# Citus's server.key, which the framework's backup copy leaves readable by
+# others: the server refuses such a key.
 chmod 0600, $w3->data_dir . '/server.key' or die "chmod server.key: $!";
 $w3->start;
 $w1->wait_for_replay_catchup($w3);
@@ -279,8 +255,7 @@ is($coord->safe_psql('postgres', 'SELECT count(*), count(DISTINCT id) FROM event
 is( $w3->safe_psql('postgres', 'SELECT string_agg(subname, \',\' ORDER BY subname) FROM pg_subscription'),
 	'registry_coordinator_to_worker1,registry_worker2_to_worker1',
 	"the promoted replica carries worker1's subscriptions");
-# Their apply workers started with the promotion and found worker1's slots
-# in use.
+# Their apply workers found worker1's slots in use.
 $w3->wait_for_log(qr/replication slot "registry_coordinator_to_worker1" is active for PID \d+/);
 ok(1, "worker3: the copied subscription's apply worker finds worker1's slot in use");
 $w3->safe_psql('postgres', SnowflakeDocs::block($page, 'promoted-drop-subscriptions'));
@@ -296,7 +271,11 @@ SELECT count(*) = 1 FROM pg_stat_replication WHERE application_name LIKE '%_to_w
 		$node->name . ': worker1 still streams from it');
 }
 
-is(status($w3), '9|f', "worker3 keeps worker1's node id 9");
+# Still a replica's primary_conninfo: worker3's registry reaches worker1 by
+# replication, and both notice the second instance of node id 9 at once.
+is((split /\|/, status($w3))[0], '9', "worker3 keeps worker1's node id 9");
+ok(wait_collision($_, 't'), $_->name . ': the collision is noticed before the mesh is wired')
+  for ($w3, $w1);
 
 # Into the mesh: the publication came with the copy; subscriptions both
 # ways, as the page's, named after both nodes.

@@ -1,30 +1,11 @@
-# snowflake's metrics through the real postgres_exporter (Debian's
-# prometheus-postgres-exporter 0.11), and the server log's warning while
-# the layout has less than a year of timestamps left.
-#
-# The node runs a layout narrowed to 34 timestamp bits (about 199 days)
-# from an epoch 100 days back, under libfaketime at noon UTC, so that the
-# reservation worker warns at once and no step of the test crosses a UTC
-# midnight by accident.  The exporter runs as docs/operations.md says
-# ("Monitoring": its role and its command line, read from the page), with
-# monitoring/postgres_exporter/snowflake_queries.yaml, on a free loopback
-# port; the test scrapes /metrics and checks, for every metric, its name,
-# its TYPE and a value that a step moved:
-#   - 1000 IDs move ids_issued_total by exactly 1000, and reservations_total;
-#   - four sessions on three slots move sessions_attached, slots_used and
-#     slots_shared (slots_total is 2^2 worker ids less one leased);
-#   - a lease granted, then released, moves the lease counts by state;
-#   - a deferrable trigger on snowflake_nodes fails the registry's rounds
-#     (registry_problem, and registry_round_age_seconds grows), and a peer
-#     heartbeating with this node id is a collision (node_collision);
-#   - the clock stepped back 600 s moves clock_steps_back_total and
-#     largest_step_back_seconds (600), leaves the newest IDs and the
-#     reservation about 600 s ahead (drift_seconds, reserved_ahead_seconds),
-#     and a session that may not wait for the clock counts an overflow wait;
-#   - the clock moved a day ahead lowers horizon_seconds by that day, and
-#     the warning appears once more, exactly once, for the new day.
-# Skipped only where the exporter is not installed (test/install-deps.sh
-# installs it).
+# snowflake's metrics through the real postgres_exporter, run as
+# docs/operations.md says, and the log's warning while the layout has less
+# than a year left.  A layout of 34 timestamp bits from an epoch 100 days
+# back, under libfaketime at noon UTC (no step crosses midnight).  For every
+# metric the test checks its name, its TYPE and a value that a step moved:
+# IDs, reservations, slots and sessions, leases by state, a failing registry
+# round and a collision, a clock step back of 600 s and an overflow wait, and
+# a day ahead, which lowers the horizon and warns exactly once more.
 use strict;
 use warnings;
 use HTTP::Tiny;
@@ -61,10 +42,13 @@ my $node = SnowflakeTest::new_node(
 		'snowflake.worker_bits' => 2,
 		'snowflake.sequence_bits' => 19,
 		'snowflake.lease_workers' => 1,
-		'snowflake.registry_interval' => 200
+		'snowflake.registry_interval' => 200,
+		'snowflake.clock_step_confirmation' => '1s'
 	});
-SnowflakeClock::start($node, $offset);
-$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+# Started at the true time, then stepped to noon before the worker is forked
+# again under the faked clock (see SnowflakeClock.pm); the step is accepted
+# after the confirmation of 1 s.
+SnowflakeClock::start($node, 0);
 
 sub status
 {
@@ -73,7 +57,6 @@ sub status
 }
 
 # --- the horizon warning at the worker's start ------------------------------------
-
 my $warning = qr/WARNING:  the snowflake layout runs out of timestamps in (\d+) days$/m;
 my $detail =
   qr/DETAIL:  Its last millisecond is ([^;\n]+); from then on no ID can be issued\.$/m;
@@ -86,13 +69,18 @@ sub warnings_since
 	return scalar(() = $log =~ /$warning/g);
 }
 
-# The worker that started with the server warned (on PostgreSQL 15 it runs
-# under the real clock; see SnowflakeClock.pm); the one started under the
-# faked clock warns at its start too, and then once a day.
+# The first worker warned (on 15 under the real clock); the one forked under
+# the faked clock warns at its start too, and then once a day.
 $node->wait_for_log($warning, 0);
+SnowflakeClock::set_offset($node, $offset) if $offset > 1;
 my $from = -s $node->logfile;
 SnowflakeClock::refork_reservation_worker($node);
 $node->wait_for_log($warning, $from);
+$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+$node->poll_query_until('postgres',
+	'SELECT clock_step_pending_ms IS NULL FROM snowflake_status()')
+  or die 'the step to noon was never accepted';
+my $steps_forward = $offset > 1 ? 1 : 0;
 my $log = slurp_file($node->logfile, $from);
 my ($days) = $log =~ $warning;
 my ($last_ms) = $log =~ $detail;
@@ -104,13 +92,10 @@ like($log, $hint, 'its HINT points to "Changing the layout"');
 cmp_ok($days, '<', 365, 'less than a year is left');
 
 # --- the exporter, as docs/operations.md runs it ----------------------------------
-
 $node->safe_psql('postgres', SnowflakeDocs::block('docs/operations.md', 'exporter-role'));
 
-# Look-alikes a role that may create in the extension's schema could plant
-# for the queries' operators and functions (the exact types pg_catalog has
-# no operator for, and unqualified built-ins): the file names pg_catalog's,
-# so none of them runs as the exporter.  Each records who ran it.
+# Look-alikes of the queries' operators and functions, planted where a role
+# could; the queries name pg_catalog's, so none runs.  Each records its runs.
 $node->safe_psql('postgres', q{
 CREATE TABLE planted_runs (who name);
 GRANT INSERT ON planted_runs TO PUBLIC;
@@ -194,22 +179,15 @@ SnowflakeTest::wait_until(
 	'the exporter serves the snowflake metrics');
 
 my %types = (
-	snowflake_ids_issued_total => 'counter',
-	snowflake_overflow_waits_total => 'counter',
-	snowflake_clock_steps_back_total => 'counter',
-	snowflake_largest_step_back_seconds => 'gauge',
-	snowflake_drift_seconds => 'gauge',
-	snowflake_reserved_ahead_seconds => 'gauge',
-	snowflake_reservations_total => 'counter',
-	snowflake_slots_total => 'gauge',
-	snowflake_slots_used => 'gauge',
-	snowflake_slots_shared => 'gauge',
-	snowflake_sessions_attached => 'gauge',
-	snowflake_node_collision => 'gauge',
-	snowflake_registry_problem => 'gauge',
-	snowflake_registry_round_age_seconds => 'gauge',
-	snowflake_horizon_seconds => 'gauge',
-	snowflake_leases_count => 'gauge');
+	(map { ("snowflake_$_" => 'counter') }
+		  qw(ids_issued_total overflow_waits_total clock_steps_back_total
+		  clock_steps_forward_total reservations_total)),
+	(map { ("snowflake_$_" => 'gauge') }
+		  qw(largest_step_back_seconds largest_step_forward_seconds
+		  last_clock_step_timestamp_seconds clock_step_pending_seconds drift_seconds
+		  reserved_ahead_seconds slots_total slots_used slots_shared sessions_attached
+		  node_collision registry_problem registry_round_age_seconds horizon_seconds
+		  clock_skewed_peers clock_skew_seconds leases_count)));
 my $first = scrape();
 is($node->safe_psql('postgres', 'SELECT count(*) FROM planted_runs'), '0',
 	"the queries run none of the look-alikes planted in the extension's schema");
@@ -218,6 +196,8 @@ for my $name (sort keys %types)
 	is($first->{type}{$name}, $types{$name}, "$name is a $types{$name}");
 }
 is($first->{value}{pg_up}, 1, 'the exporter reaches the server');
+is($first->{value}{snowflake_clock_skewed_peers} . '|' . $first->{value}{snowflake_clock_skew_seconds},
+	'0|0', 'a node alone compares no clock: no skewed peer, no skew');
 like(
 	$first->{text},
 	qr/^snowflake_leases_count\{server="[^"]+",state="held"\} 0$/m,
@@ -227,13 +207,10 @@ for my $state (qw(held disconnected expired released))
 	is($first->{value}{"snowflake_leases_count:$state"}, 0, "no lease is $state yet");
 }
 
-# --- the horizon ----------------------------------------------------------------
-
+# --- the horizon, IDs -------------------------------------------------------------
 my $horizon_seconds = $first->{value}{snowflake_horizon_seconds};
 cmp_ok(abs($horizon_seconds - ($horizon_unix - (time() + $offset))), '<', 60,
 	'horizon_seconds counts down to 2^34 ms after the epoch, by the server clock');
-
-# --- IDs --------------------------------------------------------------------------
 
 my $issued = metric('snowflake_ids_issued_total');
 my $reservations = metric('snowflake_reservations_total');
@@ -244,7 +221,6 @@ cmp_ok(metric('snowflake_reservations_total'), '>', $reservations,
 	'the first IDs wrote a reservation');
 
 # --- leases -----------------------------------------------------------------------
-
 my $token = $node->safe_psql('postgres',
 	q{SELECT token FROM snowflake_lease_worker('metrics test', interval '1 hour')});
 is(metric('snowflake_leases_count:held'), 1, 'a granted lease is counted as held');
@@ -253,10 +229,8 @@ is(metric('snowflake_leases_count:held'), 0, 'the released lease is no longer he
 is(metric('snowflake_leases_count:released'), 1, 'it is counted as released');
 
 # --- the registry -----------------------------------------------------------------
-
 is(metric('snowflake_registry_problem'), 0, 'the registry has no problem');
-# On PostgreSQL 15 the registry runs under the real clock (it is forked as
-# the reservation worker first was), the exporter's backend under the faked
+# On 15 the registry runs under the real clock, the exporter under the faked
 # one: the age is measured from its value while rounds complete.
 my $age = metric('snowflake_registry_round_age_seconds');
 $node->safe_psql(
@@ -293,7 +267,6 @@ ok(wait_metric('snowflake_node_collision', sub { $_[0] == 0 }, 'node_collision 0
 	'node_collision is 0 again once the peer is gone');
 
 # --- slots and sessions -----------------------------------------------------------
-
 is(metric('snowflake_slots_total'), 3, 'slots_total: 2^2 worker ids, one leased');
 is(metric('snowflake_sessions_attached'), 0, 'no session is attached');
 my @holders = map {
@@ -310,9 +283,11 @@ cmp_ok(metric('snowflake_reserved_ahead_seconds'), '<', 3,
 	'the reservation runs at most reserve_ahead past the newest ID');
 
 # --- the clock steps back ---------------------------------------------------------
-
 is(metric('snowflake_clock_steps_back_total'), 0, 'no clock step back yet');
 is(metric('snowflake_largest_step_back_seconds'), 0, 'so no largest one');
+is(metric('snowflake_clock_steps_forward_total'), $steps_forward,
+	'the step forward to noon is counted');
+is(metric('snowflake_clock_step_pending_seconds'), 0, 'and no longer pending');
 is(metric('snowflake_overflow_waits_total'), 0, 'and no session waited');
 SnowflakeClock::set_offset($node, $offset - 600);
 ok( wait_metric(
@@ -321,6 +296,8 @@ ok( wait_metric(
 	'a step back of the clock moves clock_steps_back_total to 1');
 cmp_ok(abs(metric('snowflake_largest_step_back_seconds') - 600),
 	'<', 1, 'largest_step_back_seconds is the 600 s step');
+cmp_ok(metric('snowflake_last_clock_step_timestamp_seconds'), '>', 0,
+	'last_clock_step_timestamp_seconds says when the clock stepped');
 my $drift = metric('snowflake_drift_seconds');
 ok($drift > 300 && $drift <= 601, "the newest IDs are now ${drift} s ahead of the clock");
 my $ahead = metric('snowflake_reserved_ahead_seconds');
@@ -340,11 +317,14 @@ ok($node->poll_query_until('postgres', 'SELECT sessions_attached = 0 FROM snowfl
 is(metric('snowflake_sessions_attached'), 0, 'sessions_attached is 0 again');
 
 # --- a day later ------------------------------------------------------------------
-
 is(warnings_since($from), 1, 'the worker warned once today, however often it looked');
 $horizon_seconds = metric('snowflake_horizon_seconds');
 SnowflakeClock::set_offset($node, $offset - 600 + $day);
 $node->wait_for_log($warning, $from + length($log));
+# The status reports the trusted time: the day counts once it is accepted.
+$node->poll_query_until('postgres',
+	'SELECT clock_step_pending_ms IS NULL FROM snowflake_status()')
+  or die 'the step of a day was never accepted';
 my $lowered = $horizon_seconds - metric('snowflake_horizon_seconds');
 ok($lowered >= $day && $lowered < $day + 300,
 	"a day later horizon_seconds is a day lower ($lowered s)");
@@ -363,9 +343,7 @@ is(warnings_since($from), 2, 'the warning appeared exactly once on the new day')
 $exporter_run->kill_kill;
 $node->stop;
 
-# --- the widest layout ----------------------------------------------------------
-# 62 timestamp bits (one sequence bit) last 146 million years, beyond
-# timestamptz's range: the horizon is infinity, the seconds left exact.
+# --- the widest layout: 62 timestamp bits outlast timestamptz ---------------------
 my $wide = SnowflakeTest::new_node(
 	'metrics_wide',
 	settings => {

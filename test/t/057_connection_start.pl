@@ -1,22 +1,11 @@
-# A new connection pays nothing for the extension (issue 31): with the
-# library preloaded, neither a new session's SELECT 1 nor, once an earlier
-# session has checked the database, its first snowflake_nextval() reads
-# pg_depend or pg_extension.  The per-transaction catalog statistics of the
-# session (pg_stat_xact_sys_tables) count those scans.
-#
-# What the first snowflake_nextval() of earlier sessions found is shared
-# with later ones (src/pg/layout/confirmed_layouts.hpp); so the test also
-# shows that the sharing never lets a session skip a check that would fail:
-#   - after DROP and CREATE EXTENSION, the new extension is checked anew: a
-#     conflicting history in it refuses IDs (SQLSTATE 55000);
-#   - a recording that rolled back, or a row the session's own transaction
-#     put in and rolled back, is not shared: the next session records;
-#   - each session reads the history as itself: without SELECT on
-#     snowflake_layout, the first ID is refused (42501);
-#   - a database dropped and created again with the same OID from the same
-#     template (CREATE DATABASE ... OID n TEMPLATE t: the same function and
-#     table OIDs) is checked anew;
-#   - the timestamp rewrite still serves a new session's first query.
+# A new connection pays nothing for the extension: with the library
+# preloaded, neither SELECT 1 nor, once an earlier session checked the
+# database, the first snowflake_nextval() scans pg_depend or pg_extension.
+# The sharing of what sessions found never skips a failing check: a new
+# extension with a conflicting history refuses IDs (55000); a recording
+# rolled back is not shared; each session reads the history as itself
+# (42501 without SELECT); a database re-created with its OID is checked
+# anew; the timestamp rewrite still serves a new session's first query.
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;
@@ -27,9 +16,8 @@ my $node = SnowflakeTest::new_node('connstart');
 $node->safe_psql('postgres', 'CREATE DATABASE app');
 $node->safe_psql('app', 'CREATE EXTENSION snowflake');
 
-# Runs $sql as the first statements of a new session, in one transaction,
-# then counts that transaction's scans of pg_depend and pg_extension.
-# Returns "output of $sql|scans".
+# Runs $sql first in a new session, in one transaction: "output|scans" of
+# pg_depend and pg_extension (pg_stat_xact_sys_tables).
 sub first_statements
 {
 	my ($sql, %opt) = @_;
@@ -61,9 +49,8 @@ EXPLAIN (COSTS OFF) SELECT * FROM events WHERE snowflake_timestamp(id) >= '2026-
 	qr/Index Cond: \(id >= snowflake_timestamp_lower_id\(/,
 	"the rewrite serves a new session's first query");
 
-# DROP and CREATE EXTENSION: a history that conflicts with the running
-# layout (an epoch 1000 days earlier: its IDs are larger than the running
-# layout's) must still refuse a new session's first ID.
+# DROP and CREATE EXTENSION: a conflicting history (an epoch 1000 days
+# earlier) must still refuse a new session's first ID.
 $node->safe_psql(
 	'app', q{DROP EXTENSION snowflake;
 CREATE EXTENSION snowflake;
@@ -119,13 +106,11 @@ $node->safe_psql('app', 'GRANT SELECT ON snowflake_layout TO app');
 	extra_params => [ '-U', 'app' ]);
 is("$out|$err", 't|', 'with it, it does');
 
-# A database dropped and created again with its OID, from the same
-# template: the OIDs of its functions and table come back, but what an
-# earlier session found there is forgotten.
+# A database dropped and created again with its OID, from the same template:
+# the same OIDs come back, but what an earlier session found is forgotten.
 $node->safe_psql('postgres', 'CREATE DATABASE tmpl');
 $node->safe_psql('tmpl', 'CREATE EXTENSION snowflake');
-# A template, which the registry keeps out of from the next start: then
-# nobody is connected to it, as CREATE DATABASE ... TEMPLATE needs.
+# A template, which the registry keeps out of from the next start.
 $node->safe_psql('postgres', 'ALTER DATABASE tmpl IS_TEMPLATE true');
 $node->restart;
 

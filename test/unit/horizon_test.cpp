@@ -106,5 +106,36 @@ TEST(HorizonWarning, StillDueOnceTheHorizonHasPassed)
 	EXPECT_TRUE(HorizonWarningDue(layout, after, UnixDay(after) - 1));
 }
 
+TEST(ClampToLayout, KeepsTimesWithinTheLayoutAndLowersTheRest)
+{
+	/* 31 timestamp bits: the last millisecond is 2^31 - 1 past the epoch. */
+	const Layout layout{kEpoch2025Ms, 3, 7, 22};
+	const int64_t last = (INT64_C(1) << 31) - 1;
+
+	ASSERT_EQ(layout.MaxTimestamp(), last);
+	EXPECT_EQ(ClampTimestampToLayout(layout, 0), 0);
+	EXPECT_EQ(ClampTimestampToLayout(layout, last - 1), last - 1);
+	EXPECT_EQ(ClampTimestampToLayout(layout, last), last);
+	EXPECT_EQ(ClampTimestampToLayout(layout, last + 1), last);
+	/* reserve_ahead past a clock 1 s before the end. */
+	EXPECT_EQ(ClampTimestampToLayout(layout, last - 1000 + 60000), last);
+
+	EXPECT_EQ(ClampUnixMsToLayout(layout, kEpoch2025Ms), kEpoch2025Ms);
+	EXPECT_EQ(ClampUnixMsToLayout(layout, kEpoch2025Ms + last), kEpoch2025Ms + last);
+	EXPECT_EQ(ClampUnixMsToLayout(layout, kEpoch2025Ms + last + 1), layout.LastUnixMs());
+	/* The reservation file's hint: the clock plus a day and a minute. */
+	EXPECT_EQ(ClampUnixMsToLayout(layout, kEpoch2025Ms + last - 1000 + 86460000),
+			  layout.LastUnixMs());
+}
+
+TEST(ClampToLayout, WidestLayoutDoesNotOverflow)
+{
+	const Layout layout{kEpoch2025Ms, 0, 0, 1};
+
+	EXPECT_EQ(ClampTimestampToLayout(layout, INT64_C(1) << 40), INT64_C(1) << 40);
+	EXPECT_EQ(ClampUnixMsToLayout(layout, kEpoch2025Ms + 86460000),
+			  kEpoch2025Ms + 86460000);
+}
+
 } /* namespace */
 } /* namespace snowflake */

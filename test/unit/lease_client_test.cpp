@@ -1,13 +1,8 @@
 /*
  * lease_client_test.cpp
  *	  Unit tests of the pure part of the C++ lease client
- *	  (clients/cpp/snowflake_lease.hpp): ID composition, the window rules,
- *	  monotonicity, a clock that goes back, sequence overflow, the
- *	  thread-safe generator on a fake clock, which failed calls lose the
- *	  lease (a cancelled one, 57014, as in the server's wait for synchronous
- *	  standbys since 1.5, does not), and the recognition of the warning of a
- *	  cancelled wait for synchronous replication of servers before 1.5.
- *	  Needs neither a server nor libpq.
+ *	  (clients/cpp/snowflake_lease.hpp), on a fake clock.  Needs neither a
+ *	  server nor libpq.
  */
 #include <algorithm>
 #include <atomic>
@@ -32,13 +27,7 @@ constexpr int64_t kFar = INT64_MAX;           /* a window without end */
 Layout
 DefaultLayout(int sequence_bits = 12)
 {
-	Layout layout;
-
-	layout.epoch_ms = kEpoch2025;
-	layout.node_bits = 3;
-	layout.worker_bits = 7;
-	layout.sequence_bits = sequence_bits;
-	return layout;
+	return Layout{kEpoch2025, 3, 7, sequence_bits};
 }
 
 Grant
@@ -83,16 +72,18 @@ UnixMs(int64_t id, int sequence_bits = 12)
 	return UnixMsOf(DefaultLayout(sequence_bits), id);
 }
 
+/* The ID of node 5, worker 100 at Unix ms "unix_ms" under the default layout. */
+int64_t
+IdAt(int64_t unix_ms, uint32_t sequence, int sequence_bits = 12)
+{
+	return Compose(DefaultLayout(sequence_bits),
+				   IdParts{unix_ms - kEpoch2025, 5, 100, sequence});
+}
+
 TEST(Layout, ComposeFollowsTheFormula)
 {
 	Layout layout = DefaultLayout();
-	IdParts parts;
-
-	parts.timestamp = kNow - kEpoch2025;
-	parts.node_id = 5;
-	parts.worker_id = 100;
-	parts.sequence = 4000;
-
+	IdParts parts{kNow - kEpoch2025, 5, 100, 4000};
 	int64_t expected = (parts.timestamp << (3 + 7 + 12)) | (int64_t{5} << (7 + 12)) |
 		(int64_t{100} << 12) | 4000;
 
@@ -111,30 +102,20 @@ TEST(Layout, ComposeFollowsTheFormula)
 TEST(Layout, LargestIdKeepsTheSignBitClear)
 {
 	Layout layout = DefaultLayout();
-	IdParts parts;
+	IdParts parts{layout.MaxTimestamp(), layout.MaxNodeId(), layout.MaxWorkerId(),
+				  layout.MaxSequence()};
 
-	parts.timestamp = layout.MaxTimestamp();
-	parts.node_id = layout.MaxNodeId();
-	parts.worker_id = layout.MaxWorkerId();
-	parts.sequence = layout.MaxSequence();
 	EXPECT_EQ(Compose(layout, parts), INT64_MAX);
 }
 
 TEST(Layout, ValidRefusesBadWidths)
 {
-	Layout layout = DefaultLayout();
 	std::string why;
 
-	EXPECT_TRUE(layout.Valid(&why));
-	layout.sequence_bits = 0;
-	EXPECT_FALSE(layout.Valid(&why));
-	layout = DefaultLayout();
-	layout.node_bits = -1;
-	EXPECT_FALSE(layout.Valid(&why));
-	layout = DefaultLayout();
-	layout.worker_bits = 31;
-	layout.node_bits = 31;
-	EXPECT_FALSE(layout.Valid(&why));
+	EXPECT_TRUE(DefaultLayout().Valid(&why));
+	EXPECT_FALSE(DefaultLayout(0).Valid(&why));
+	EXPECT_FALSE((Layout{kEpoch2025, -1, 7, 12}).Valid(&why));
+	EXPECT_FALSE((Layout{kEpoch2025, 31, 31, 12}).Valid(&why));
 	EXPECT_EQ(why, "no bits left for the timestamp");
 }
 
@@ -183,12 +164,7 @@ TEST(Sequencer, WaitsUntilTheClockPassesNotBefore)
 	EXPECT_EQ(drifting.Step(kNow, kFar, &out), Status::kWaitClock);
 
 	ASSERT_EQ(seq.Step(kNow + 1, kFar, &out), Status::kIssued);
-	IdParts parts = Decompose(DefaultLayout(), out);
-
-	EXPECT_EQ(parts.timestamp, kNow + 1 - kEpoch2025);
-	EXPECT_EQ(parts.node_id, 5u);
-	EXPECT_EQ(parts.worker_id, 100u);
-	EXPECT_EQ(parts.sequence, 0u);
+	EXPECT_EQ(out, IdAt(kNow + 1, 0));
 	EXPECT_TRUE(seq.HasIssued());
 	EXPECT_EQ(seq.LastId(), out);
 }
@@ -196,20 +172,15 @@ TEST(Sequencer, WaitsUntilTheClockPassesNotBefore)
 TEST(Sequencer, SequenceCountsWithinAMillisecondAndRestarts)
 {
 	Sequencer seq(DefaultLayout(), 5, 100, kNow);
-	int64_t prev = -1;
 	int64_t out;
 
 	for (uint32_t i = 0; i < 10; i++)
 	{
 		ASSERT_EQ(seq.Step(kNow + 5, kFar, &out), Status::kIssued);
-		EXPECT_EQ(Decompose(DefaultLayout(), out).sequence, i);
-		EXPECT_GT(out, prev);
-		prev = out;
+		EXPECT_EQ(out, IdAt(kNow + 5, i));
 	}
 	ASSERT_EQ(seq.Step(kNow + 6, kFar, &out), Status::kIssued);
-	EXPECT_EQ(Decompose(DefaultLayout(), out).sequence, 0u);
-	EXPECT_EQ(UnixMs(out), kNow + 6);
-	EXPECT_GT(out, prev);
+	EXPECT_EQ(out, IdAt(kNow + 6, 0));
 }
 
 TEST(Sequencer, NeverIssuesAtOrPastNotAfter)
@@ -259,15 +230,13 @@ TEST(Sequencer, ClockBehindContinuesOnTheLastTimestamp)
 	int64_t out;
 
 	ASSERT_EQ(seq.Step(kNow + 1000, kFar, &first), Status::kIssued);
+	EXPECT_EQ(first, IdAt(kNow + 1000, 0));
 	/* The clock steps back 500 ms: same millisecond, next sequence. */
 	ASSERT_EQ(seq.Step(kNow + 500, kFar, &out), Status::kIssued);
-	EXPECT_EQ(UnixMs(out), kNow + 1000);
-	EXPECT_EQ(Decompose(DefaultLayout(), out).sequence, 1u);
-	EXPECT_GT(out, first);
+	EXPECT_EQ(out, IdAt(kNow + 1000, 1));
 	/* Even behind not_before, once an ID has been issued. */
 	ASSERT_EQ(seq.Step(kNow - 100, kFar, &out), Status::kIssued);
-	EXPECT_EQ(UnixMs(out), kNow + 1000);
-	EXPECT_EQ(Decompose(DefaultLayout(), out).sequence, 2u);
+	EXPECT_EQ(out, IdAt(kNow + 1000, 2));
 }
 
 TEST(Sequencer, OverflowWaitsForTheClockWithoutDrift)
@@ -283,29 +252,25 @@ TEST(Sequencer, OverflowWaitsForTheClockWithoutDrift)
 	EXPECT_EQ(seq.Step(kNow - 100, kFar, &out), Status::kWaitClock);
 	EXPECT_EQ(out, kNow + 2);
 	ASSERT_EQ(seq.Step(kNow + 2, kFar, &out), Status::kIssued);
-	EXPECT_EQ(UnixMs(out, 2), kNow + 2);
-	EXPECT_EQ(Decompose(DefaultLayout(2), out).sequence, 0u);
+	EXPECT_EQ(out, IdAt(kNow + 2, 0, 2));
 }
 
 TEST(Sequencer, OverflowBorrowsWithinMaxDrift)
 {
 	Sequencer seq(DefaultLayout(2), 5, 100, kNow, 2);
 	int64_t out;
-	int64_t prev = -1;
 
 	/* At a stopped clock: its own ms, then two borrowed ms, 4 IDs each. */
-	for (int i = 0; i < 12; i++)
+	for (uint32_t i = 0; i < 12; i++)
 	{
 		ASSERT_EQ(seq.Step(kNow + 1, kFar, &out), Status::kIssued) << i;
-		EXPECT_EQ(UnixMs(out, 2), kNow + 1 + i / 4);
-		EXPECT_GT(out, prev);
-		prev = out;
+		EXPECT_EQ(out, IdAt(kNow + 1 + i / 4, i % 4, 2));
 	}
 	/* A third ms would run 3 ms ahead of the clock. */
 	EXPECT_EQ(seq.Step(kNow + 1, kFar, &out), Status::kWaitClock);
 	EXPECT_EQ(out, kNow + 2);
 	ASSERT_EQ(seq.Step(kNow + 2, kFar, &out), Status::kIssued);
-	EXPECT_EQ(UnixMs(out, 2), kNow + 4);
+	EXPECT_EQ(out, IdAt(kNow + 4, 0, 2));
 }
 
 TEST(Sequencer, ExhaustedLayout)
@@ -576,15 +541,11 @@ TEST(Holder, DefaultHolderNamesHostPidAndApplication)
 	EXPECT_EQ(holder.substr(holder.size() - 8), ":billing");
 }
 
-TEST(FailedCall, NotHeldLosesTheLease)
+TEST(FailedCall, NotHeldLosesTheLeaseALostConnectionOnlyAConnectionScopedOne)
 {
 	EXPECT_TRUE(FailureLosesLease("55000", false, true));
 	EXPECT_TRUE(FailureLosesLease("55000", true, true));
 	EXPECT_TRUE(FailureLosesLease("55000", false, false));
-}
-
-TEST(FailedCall, ALostConnectionLosesOnlyAConnectionScopedLease)
-{
 	EXPECT_TRUE(FailureLosesLease("08006", true, false));
 	EXPECT_TRUE(FailureLosesLease("", true, false));
 	/* A termination during the wait for synchronous standbys. */
@@ -593,16 +554,13 @@ TEST(FailedCall, ALostConnectionLosesOnlyAConnectionScopedLease)
 	EXPECT_FALSE(FailureLosesLease("57P01", false, false));
 }
 
-TEST(FailedCall, ACancelIsTransient)
+TEST(FailedCall, ACancelOrAnyOtherErrorIsTransient)
 {
 	/* "canceling statement due to user request", also in the server's wait
 	 * for the synchronous standbys: the change is not known to be there. */
 	EXPECT_FALSE(FailureLosesLease("57014", false, true));
 	EXPECT_FALSE(FailureLosesLease("57014", true, true));
-}
-
-TEST(FailedCall, OtherErrorsAreTransient)
-{
+	/* Any other error. */
 	EXPECT_FALSE(FailureLosesLease("22023", true, true)); /* a refused client clock */
 	EXPECT_FALSE(FailureLosesLease("42501", false, true)); /* another role's lease */
 	EXPECT_FALSE(FailureLosesLease("55P03", false, true));

@@ -46,33 +46,28 @@ Held()
 	return h;
 }
 
-TEST(NextNotBefore, NeverLeasedStartsAtTheFloor)
+TEST(NextNotBefore, AboveTheFloorThePreviousNotBeforeAndWhatTheHolderMayHaveIssued)
 {
-	EXPECT_EQ(NextNotBefore(NeverLeased(), kFloorMinus1), kFloorMinus1);
-}
+	const struct
+	{
+		const char *why;
+		LeaseHistory history;
+		int64_t		not_before;
+	} rows[] = {
+		{"never leased: the floor", NeverLeased(), kFloorMinus1},
+		{"released: the last report",
+		 Ended(kNow - 5000, kNow + 5000, kNow - 100, true, kNow), kNow - 100},
+		/* Expired or disconnected: the holder may have issued up to not_after - 1. */
+		{"unreleased: the whole window",
+		 Ended(kNow - 5000, kNow + 5000, kNow - 100, false, kNow + 5000), kNow + 4999},
+		{"the previous not_before",
+		 Ended(kNow + 3000, kNow + 4000, kNoTimestamp, true, kNow), kNow + 3000},
+		{"the floor", Ended(kNow - 90000, kNow - 80000, kNow - 85000, true, kNow - 80000),
+		 kFloorMinus1},
+	};
 
-TEST(NextNotBefore, ReleasedStartsAboveTheLastReport)
-{
-	LeaseHistory h = Ended(kNow - 5000, kNow + 5000, kNow - 100, true, kNow);
-
-	EXPECT_EQ(NextNotBefore(h, kFloorMinus1), kNow - 100);
-}
-
-TEST(NextNotBefore, UnreleasedStartsAboveTheWholeWindow)
-{
-	/* Expired or disconnected: the holder may have issued up to not_after - 1. */
-	LeaseHistory h = Ended(kNow - 5000, kNow + 5000, kNow - 100, false, kNow + 5000);
-
-	EXPECT_EQ(NextNotBefore(h, kFloorMinus1), kNow + 4999);
-}
-
-TEST(NextNotBefore, NeverBelowThePreviousNotBeforeNorTheFloor)
-{
-	LeaseHistory h = Ended(kNow + 3000, kNow + 4000, kNoTimestamp, true, kNow);
-
-	EXPECT_EQ(NextNotBefore(h, kFloorMinus1), kNow + 3000);
-	h = Ended(kNow - 90000, kNow - 80000, kNow - 85000, true, kNow - 80000);
-	EXPECT_EQ(NextNotBefore(h, kFloorMinus1), kFloorMinus1);
+	for (const auto &row : rows)
+		EXPECT_EQ(NextNotBefore(row.history, kFloorMinus1), row.not_before) << row.why;
 }
 
 TEST(ChooseWorker, NeverLeasedFirstThenLeastRecentlyFreed)
@@ -192,32 +187,23 @@ TEST(TtlMs, OneSecondToOneDayWithoutMonths)
 
 TEST(CheckReportedId, NodeWorkerAndWindow)
 {
-	Layout		layout;
-
-	layout.epoch_ms = 1735689600000;
-	layout.node_bits = 3;
-	layout.worker_bits = 7;
-	layout.sequence_bits = 12;
-
+	const Layout layout{1735689600000, 3, 7, 12};
+	int64_t		id = Compose(layout, IdParts{kNow - layout.epoch_ms, 5, 125, 7});
 	int64_t		ts = 0;
-	IdParts		parts{kNow - layout.epoch_ms, 5, 125, 7};
-	int64_t		id = Compose(layout, parts);
+	auto		check = [&](int64_t reported, uint32_t node, uint32_t worker, int64_t not_before,
+							int64_t not_after) {
+		return CheckReportedId(layout, reported, node, worker, not_before, not_after, &ts);
+	};
 
-	EXPECT_EQ(CheckReportedId(layout, id, 5, 125, kNow - 1, kNow + 1, &ts), ReportedId::kOk);
+	EXPECT_EQ(check(id, 5, 125, kNow - 1, kNow + 1), ReportedId::kOk);
 	EXPECT_EQ(ts, kNow);
-	EXPECT_EQ(CheckReportedId(layout, id, 5, 124, kNow - 1, kNow + 1, &ts),
-			  ReportedId::kOtherWorker);
-	EXPECT_EQ(CheckReportedId(layout, id, 4, 125, kNow - 1, kNow + 1, &ts),
-			  ReportedId::kOtherWorker);
+	EXPECT_EQ(check(id, 5, 124, kNow - 1, kNow + 1), ReportedId::kOtherWorker);
+	EXPECT_EQ(check(id, 4, 125, kNow - 1, kNow + 1), ReportedId::kOtherWorker);
 	/* Strictly inside the window. */
-	EXPECT_EQ(CheckReportedId(layout, id, 5, 125, kNow, kNow + 1, &ts),
-			  ReportedId::kOutsideWindow);
-	EXPECT_EQ(CheckReportedId(layout, id, 5, 125, kNow - 1, kNow, &ts),
-			  ReportedId::kOutsideWindow);
-	EXPECT_EQ(CheckReportedId(layout, -1, 5, 125, kNow - 1, kNow + 1, &ts),
-			  ReportedId::kNegative);
-	EXPECT_EQ(CheckReportedId(layout, INT64_MIN, 5, 125, kNow - 1, kNow + 1, &ts),
-			  ReportedId::kNegative);
+	EXPECT_EQ(check(id, 5, 125, kNow, kNow + 1), ReportedId::kOutsideWindow);
+	EXPECT_EQ(check(id, 5, 125, kNow - 1, kNow), ReportedId::kOutsideWindow);
+	EXPECT_EQ(check(-1, 5, 125, kNow - 1, kNow + 1), ReportedId::kNegative);
+	EXPECT_EQ(check(INT64_MIN, 5, 125, kNow - 1, kNow + 1), ReportedId::kNegative);
 }
 
 }							/* namespace */

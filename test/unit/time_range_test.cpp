@@ -16,18 +16,6 @@
 namespace snowflake {
 namespace {
 
-Layout
-MakeLayout(int64_t epoch_ms, int node_bits, int worker_bits, int sequence_bits)
-{
-	Layout		layout;
-
-	layout.epoch_ms = epoch_ms;
-	layout.node_bits = node_bits;
-	layout.worker_bits = worker_bits;
-	layout.sequence_bits = sequence_bits;
-	return layout;
-}
-
 int64_t
 Ms(const std::vector<LayoutSegment> &h, int64_t id)
 {
@@ -90,7 +78,7 @@ CheckAgainstScan(const std::vector<LayoutSegment> &h, int64_t limit)
 
 TEST(TimeRange, OneLayout)
 {
-	std::vector<LayoutSegment> h{{0, MakeLayout(1000, 0, 2, 3)}};
+	std::vector<LayoutSegment> h{{0, Layout{1000, 0, 2, 3}}};
 
 	CheckAgainstScan(h, 4000);
 	EXPECT_EQ(LowestIdFromMs(h.data(), 1, 1000), 0);
@@ -102,8 +90,8 @@ TEST(TimeRange, OneLayout)
 TEST(TimeRange, WiderTimestampAfterChange)
 {
 	/* Shift 5 then shift 3, with a later epoch: times keep rising. */
-	std::vector<LayoutSegment> h{{0, MakeLayout(1000, 0, 2, 3)},
-								 {64 * 32, MakeLayout(1000 + 60, 0, 0, 3)}};
+	std::vector<LayoutSegment> h{{0, Layout{1000, 0, 2, 3}},
+								 {64 * 32, Layout{1000 + 60, 0, 0, 3}}};
 
 	ASSERT_LE(Ms(h, 64 * 32 - 1), Ms(h, 64 * 32));
 	CheckAgainstScan(h, 6000);
@@ -116,8 +104,8 @@ TEST(TimeRange, NarrowerTimestampLeavesLateGap)
 	 * later than its start.  The lowest ID from a millisecond then lies in
 	 * the gap, and the highest ID until a millisecond in the new segment.
 	 */
-	std::vector<LayoutSegment> h{{0, MakeLayout(1000, 0, 0, 3)},
-								 {64 * 40, MakeLayout(1000, 0, 3, 3)}};
+	std::vector<LayoutSegment> h{{0, Layout{1000, 0, 0, 3}},
+								 {64 * 40, Layout{1000, 0, 3, 3}}};
 
 	ASSERT_GT(Ms(h, 64 * 40 - 1), Ms(h, 64 * 40));
 	CheckAgainstScan(h, 8000);
@@ -125,8 +113,8 @@ TEST(TimeRange, NarrowerTimestampLeavesLateGap)
 
 TEST(TimeRange, FirstSegmentTakesIdsBelowItsFirstId)
 {
-	std::vector<LayoutSegment> h{{500, MakeLayout(1000, 0, 1, 2)},
-								 {2000, MakeLayout(1000 + 300, 0, 0, 2)}};
+	std::vector<LayoutSegment> h{{500, Layout{1000, 0, 1, 2}},
+								 {2000, Layout{1000 + 300, 0, 0, 2}}};
 
 	CheckAgainstScan(h, 5000);
 	EXPECT_EQ(LowestIdFromMs(h.data(), 2, 0), 0);
@@ -135,7 +123,7 @@ TEST(TimeRange, FirstSegmentTakesIdsBelowItsFirstId)
 TEST(TimeRange, EndsOfInt64)
 {
 	/* 31 timestamp bits: the last millisecond reaches INT64_MAX. */
-	std::vector<LayoutSegment> h{{0, MakeLayout(0, 10, 10, 12)}};
+	std::vector<LayoutSegment> h{{0, Layout{0, 10, 10, 12}}};
 	int64_t		last_ms = h[0].layout.MaxTimestamp();
 
 	EXPECT_EQ(HighestIdUntilMs(h.data(), 1, last_ms), INT64_MAX);

@@ -45,15 +45,12 @@ struct ConfirmedLayouts
 };
 
 ConfirmedLayouts *confirmed = nullptr;
-shmem_request_hook_type prev_shmem_request_hook = nullptr;
-shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
-object_access_hook_type prev_object_access_hook = nullptr;
+
+}							/* namespace */
 
 void
 RequestConfirmedLayouts(void)
 {
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
 	RequestAddinShmemSpace(sizeof(ConfirmedLayouts));
 }
 
@@ -62,8 +59,6 @@ StartConfirmedLayouts(void)
 {
 	bool		found;
 
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	confirmed = static_cast<ConfirmedLayouts *>(
 		ShmemInitStruct("snowflake confirmed layouts", sizeof(ConfirmedLayouts), &found));
@@ -74,6 +69,8 @@ StartConfirmedLayouts(void)
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
+
+namespace {
 
 /* The table an earlier session confirmed for "fn_oid" here, or InvalidOid. */
 Oid
@@ -118,29 +115,15 @@ ForgetDatabase(Oid database)
  * current database.  Forgetting too much only sends a session to the full
  * check; an aborted DROP or CREATE forgets harmlessly.
  */
+}							/* namespace */
+
 void
-ForgetOnCreateOrDrop(ObjectAccessType access, Oid class_id, Oid object_id, int sub_id,
-					 void *arg)
+ForgetConfirmedLayoutsOnAccess(ObjectAccessType access, Oid class_id, Oid object_id)
 {
-	if (prev_object_access_hook != nullptr)
-		prev_object_access_hook(access, class_id, object_id, sub_id, arg);
 	if (class_id == DatabaseRelationId && (access == OAT_DROP || access == OAT_POST_CREATE))
 		ForgetDatabase(object_id);
 	else if (class_id == ExtensionRelationId && access == OAT_DROP)
 		ForgetDatabase(MyDatabaseId);
-}
-
-}							/* namespace */
-
-void
-InstallConfirmedLayoutsHooks(void)
-{
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = RequestConfirmedLayouts;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = StartConfirmedLayouts;
-	prev_object_access_hook = object_access_hook;
-	object_access_hook = ForgetOnCreateOrDrop;
 }
 
 bool

@@ -25,10 +25,16 @@
 extern "C"
 {
 #include "postgres.h"
+
+#include "catalog/objectaccess.h"
 }
 
-/* Installs the shared-memory hooks; called from _PG_init. */
-void		InstallConfirmedLayoutsHooks(void);
+/* Its part of the shared-memory hooks, which module.cpp installs. */
+void		RequestConfirmedLayouts(void);
+void		StartConfirmedLayouts(void);
+
+/* Its part of the object-access hook: forgets what a CREATE or DROP makes stale. */
+void		ForgetConfirmedLayoutsOnAccess(ObjectAccessType access, Oid class_id, Oid object_id);
 
 /*
  * Whether an earlier session of this server run found, for the function

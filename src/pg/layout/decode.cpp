@@ -56,7 +56,7 @@ DecodeId(Oid fn_oid, int64 id, const snowflake::Layout **layout_out)
 	return parts;
 }
 
-/* The columns of snowflake_decode(), as snowflake--1.5.sql declares them. */
+/* The columns of snowflake_decode(), as snowflake--1.6.sql declares them. */
 static constexpr int kDecodeColumns = 4;
 
 extern "C" Datum

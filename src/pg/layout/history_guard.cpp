@@ -25,14 +25,9 @@ extern "C"
 
 #include "pg/layout/history_guard.hpp"
 
-static object_access_hook_type previous_object_access_hook = nullptr;
-
-static void
-RefuseDropByNonSuperuser(ObjectAccessType access, Oid class_id, Oid object_id, int sub_id,
-						 void *arg)
+void
+GuardLayoutHistoryOnAccess(ObjectAccessType access, Oid class_id, Oid object_id)
 {
-	if (previous_object_access_hook != nullptr)
-		previous_object_access_hook(access, class_id, object_id, sub_id, arg);
 	if (access != OAT_DROP || class_id != ExtensionRelationId || superuser())
 		return;
 
@@ -48,11 +43,4 @@ RefuseDropByNonSuperuser(ObjectAccessType access, Oid class_id, Oid object_id, i
 				 "IDs already issued in this database; DROP SCHEMA or DROP OWNED with "
 				 "CASCADE would drop it too."),
 			 errhint("Ask a superuser to run DROP EXTENSION snowflake.")));
-}
-
-void
-InstallLayoutHistoryGuard(void)
-{
-	previous_object_access_hook = object_access_hook;
-	object_access_hook = RefuseDropByNonSuperuser;
 }

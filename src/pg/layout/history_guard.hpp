@@ -6,7 +6,14 @@
 #ifndef SNOWFLAKE_PG_LAYOUT_HISTORY_GUARD_HPP
 #define SNOWFLAKE_PG_LAYOUT_HISTORY_GUARD_HPP
 
-/* Installs the object-access hook; _PG_init. */
-void		InstallLayoutHistoryGuard(void);
+extern "C"
+{
+#include "postgres.h"
+
+#include "catalog/objectaccess.h"
+}
+
+/* Its part of the object-access hook, which module.cpp installs. */
+void		GuardLayoutHistoryOnAccess(ObjectAccessType access, Oid class_id, Oid object_id);
 
 #endif							/* SNOWFLAKE_PG_LAYOUT_HISTORY_GUARD_HPP */

@@ -1,18 +1,16 @@
 /*
  * lease_file.cpp
- *	  $PGDATA/snowflake.lease_state (see lease_table.hpp for what it holds
- *	  and why it is safe).
+ *	  $PGDATA/snowflake.lease_state (what it holds and why it is safe:
+ *	  lease_table.hpp).
  *
- * One 512-byte block per worker id (block n at offset 512 n), written in
- * place: a sector is written whole or not at all, and each block carries a
- * CRC.  Block 0 is the header.  Every block the header counts was written
- * whole before the header counted it: a new file is made under a temporary
- * name and renamed; a file grows by empty blocks, fsynced, before the header
- * that counts them.  A block beyond the count is what an interrupted growth
- * left, and is written again.  The blocks of the lease space are allocated
- * at start, so a change overwrites allocated space and never runs out of
- * disk.  Plain POSIX I/O: the postmaster runs this, where fd.c may not be
- * usable.
+ * Block n (512 bytes, with a CRC) at offset 512 n, written in place: a
+ * sector is written whole or not at all.  Block 0 is the header.  Every
+ * block the header counts was written before it counted it: a new file is
+ * made under a temporary name and renamed; a file grows by empty blocks,
+ * fsynced before the header.  A block beyond the count (an interrupted
+ * growth) is written again.  The blocks are allocated at start, so a
+ * change never runs out of disk.  Plain POSIX I/O: the postmaster runs
+ * this, where fd.c may not be usable.
  */
 extern "C"
 {
@@ -21,8 +19,10 @@ extern "C"
 #include "access/xlog.h"		/* BACKUP_LABEL_FILE */
 #include "access/xlog_internal.h"	/* STANDBY_SIGNAL_FILE, RECOVERY_SIGNAL_FILE */
 #include "common/file_perm.h"	/* pg_file_create_mode */
-#include "miscadmin.h"			/* DataDir, IsBinaryUpgrade */
+#include "miscadmin.h"			/* DataDir */
+#include "lib/stringinfo.h"
 #include "storage/fd.h"			/* pg_fsync */
+#include "utils/timestamp.h"    /* timestamptz_to_str */
 }
 
 #include <cerrno>
@@ -32,9 +32,13 @@ extern "C"
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/reach_ahead.hpp"
+#include "pg/clock.hpp"
+#include "pg/clock_watch.hpp"
 #include "pg/durable_file.hpp"
 #include "pg/leases/lease_file.hpp"
 #include "pg/settings.hpp"
+#include "pg/timestamps.hpp"
 
 static const char *kLeaseFileHint =
 	"Restore snowflake.lease_state from a backup of this data directory.  Otherwise, "
@@ -45,35 +49,32 @@ static const char *kLeaseFileHint =
 
 static const char *kBootIdPath = "/proc/sys/kernel/random/boot_id";
 
-/* Version 1.5's header. */
-struct LeaseFileHeaderV15
-{
-	uint32		magic;			/* kLeaseHeaderMagicV15 */
-	uint32		clean;
-	pg_crc32c	crc;
-};
+/* How many leases a refusal names; it counts the others. */
+static constexpr int kLeasesNamed = 5;
 
-pg_crc32c
-LeaseImageCrc(const LeaseImage &image)
+/*
+ * An empty file is a new data directory's (set in _PG_init, before the
+ * pg_upgrade guard removes its marker; see NoteLeaseFileStart()).
+ */
+static bool empty_file_is_new = false;
+
+/* The CRC of a block's struct, up to its crc field. */
+template <typename Block>
+static pg_crc32c
+HeaderCrc(const Block &block)
 {
 	pg_crc32c	crc;
 
 	INIT_CRC32C(crc);
-	COMP_CRC32C(crc, &image, offsetof(LeaseImage, crc));
+	COMP_CRC32C(crc, &block, offsetof(Block, crc));
 	FIN_CRC32C(crc);
 	return crc;
 }
 
-template <typename Header>
-static pg_crc32c
-HeaderCrc(const Header &header)
+pg_crc32c
+LeaseImageCrc(const LeaseImage &image)
 {
-	pg_crc32c	crc;
-
-	INIT_CRC32C(crc);
-	COMP_CRC32C(crc, &header, offsetof(Header, crc));
-	FIN_CRC32C(crc);
-	return crc;
+	return HeaderCrc(image);
 }
 
 static bool
@@ -85,9 +86,8 @@ AllZeros(const char *block)
 	return true;
 }
 
-/* The block of worker id "worker_id" before any lease: zeros but for these. */
-static void
-EmptyBlock(uint32 worker_id, char *block)
+LeaseImage
+EmptyLeaseImage(uint32 worker_id)
 {
 	LeaseImage	image;
 
@@ -95,9 +95,9 @@ EmptyBlock(uint32 worker_id, char *block)
 	image.magic = kLeaseEmptyMagic;
 	image.worker_id = worker_id;
 	image.crc = LeaseImageCrc(image);
-	memset(block, 0, kLeaseBlockSize);
-	memcpy(block, &image, sizeof(image));
+	return image;
 }
+
 
 /* This boot of the machine, zero-padded; "" where the kernel does not say. */
 static void
@@ -154,9 +154,15 @@ ReadBlock(int fd, const char *path, uint32 n, char *block)
 	return got == kLeaseBlockSize;
 }
 
+/* Writes block n as the empty image of worker id n. */
 static void
-WriteBlock(int fd, const char *path, uint32 n, const char *block)
+WriteEmptyBlock(int fd, const char *path, uint32 n)
 {
+	alignas(8) char block[kLeaseBlockSize];
+	const LeaseImage image = EmptyLeaseImage(n);
+
+	memset(block, 0, kLeaseBlockSize);
+	memcpy(block, &image, sizeof(image));
 	if (pwrite(fd, block, kLeaseBlockSize, static_cast<off_t>(n) * kLeaseBlockSize) !=
 		kLeaseBlockSize)
 	{
@@ -221,6 +227,7 @@ WriteLeaseHeader(int fd, const LeaseTable *table, bool clean)
 	header.clean = clean ? 1 : 0;
 	header.settle = table->needs_bump && !table->settled ? 1 : 0;
 	header.blocks = table->file_blocks;
+	header.node_id = g_settings.node_id;
 	header.last_token = table->last_token;
 	header.last_change = table->last_change;
 	memcpy(header.boot_id, table->boot_id, kBootIdSize);
@@ -260,7 +267,6 @@ static void
 CreateLeaseFile(const char *path, LeaseTable *table, uint32 blocks)
 {
 	char		temporary[MAXPGPATH];
-	alignas(8) char block[kLeaseBlockSize];
 
 	if (snprintf(temporary, sizeof(temporary), "%s.tmp", path) >= MAXPGPATH)
 	{
@@ -273,10 +279,7 @@ CreateLeaseFile(const char *path, LeaseTable *table, uint32 blocks)
 	if (fd < 0)
 		FailOn(fd, "create", temporary);
 	for (uint32 n = 1; n < blocks; n++)
-	{
-		EmptyBlock(n, block);
-		WriteBlock(fd, temporary, n, block);
-	}
+		WriteEmptyBlock(fd, temporary, n);
 	table->file_blocks = blocks;
 	if (!WriteLeaseHeader(fd, table, true))
 		FailOn(fd, "write", temporary);
@@ -298,44 +301,12 @@ RecoveryOrBackupStarts(void)
 		stat(BACKUP_LABEL_FILE, &st) == 0;
 }
 
-/*
- * Reads block 0: the header of this version, or version 1.5's (then *v15
- * is set, and only magic and clean are filled in).  FATAL on anything else.
- */
-static LeaseFileHeader
-ReadHeader(int fd, const char *path, bool *v15)
-{
-	alignas(8) char block[kLeaseBlockSize];
-	LeaseFileHeader header;
-	LeaseFileHeaderV15 old;
-
-	if (!ReadBlock(fd, path, 0, block))
-		ReportDamage(fd, path, "The file is shorter than its header (block 0).");
-	memcpy(&header, block, sizeof(header));
-	memcpy(&old, block, sizeof(old));
-	*v15 = false;
-	if (header.magic == kLeaseHeaderMagic && header.crc == HeaderCrc(header) &&
-		header.blocks >= 1 && header.boot_id[kBootIdSize - 1] == '\0')
-		return header;
-	if (old.magic == kLeaseHeaderMagicV15 && old.crc == HeaderCrc(old))
-	{
-		*v15 = true;
-		memset(&header, 0, sizeof(header));
-		header.magic = old.magic;
-		header.clean = old.clean;
-		return header;
-	}
-	if (AllZeros(block))
-		ReportDamage(fd, path, "Its header (block 0) holds only zeros.");
-	if (header.magic == kLeaseHeaderMagic || old.magic == kLeaseHeaderMagicV15)
-		ReportDamage(fd, path, "The checksum of its header (block 0) is wrong.");
-	ReportDamage(fd, path, "Block 0 does not start with a lease state header.");
-}
 
 /*
- * Opens the file, making it first if it is missing or empty (an empty file
- * is what pg_upgrade's hint has a cluster without leases make), and sets
- * *st; -1 in a binary upgrade without the file.
+ * Opens the file and sets *st, making it first if it is missing, or empty
+ * in a new data directory (as pg_upgrade's hint has a cluster without
+ * leases make it).  An empty file anywhere else is damage: a copy that ran
+ * out of disk, a truncation.  A binary upgrade leases nothing: no call.
  */
 static int
 OpenLeaseFile(const char *path, LeaseTable *table, struct stat *st)
@@ -343,22 +314,21 @@ OpenLeaseFile(const char *path, LeaseTable *table, struct stat *st)
 	const uint32 end = table->first_worker_id + table->count;
 	int			fd = open(path, O_RDWR | PG_BINARY, 0);
 
-	if (fd < 0 && errno == ENOENT && IsBinaryUpgrade)
-	{
-		/*
-		 * pg_upgrade's start leases nothing, and leaves the file to be
-		 * carried from the old data directory (data_directory.cpp).
-		 */
-		return -1;
-	}
 	if (fd < 0 && errno != ENOENT)
 		FailOn(fd, "open", path);
 	if (fd >= 0 && fstat(fd, st) != 0)
 		FailOn(fd, "stat", path);
+	if (fd >= 0 && st->st_size == 0 && !empty_file_is_new && !DataDirectoryIsNew())
+		ReportDamage(fd, path,
+					 "The file is empty, in a data directory that snowflake ran in "
+					 "before.");
 	if (fd < 0 || st->st_size == 0)
 	{
 		if (fd >= 0)
 			close(fd);
+		if (!DataDirectoryIsNew())
+			ereport(LOG,
+					(errmsg("snowflake created file \"%s\": no lease is known", path)));
 		CreateLeaseFile(path, table, Max(end, 1U));
 		fd = open(path, O_RDWR | PG_BINARY, 0);
 		if (fd < 0 || fstat(fd, st) != 0)
@@ -367,21 +337,29 @@ OpenLeaseFile(const char *path, LeaseTable *table, struct stat *st)
 	return fd;
 }
 
-/*
- * The header, with the number of blocks it counts (version 1.5: the
- * file's); FATAL if the size does not fit it.
- */
+/* Reads block 0, the header; FATAL unless it is valid and the file's size fits it. */
 static LeaseFileHeader
-ReadSizedHeader(int fd, const char *path, const struct stat &st, bool *v15)
+ReadHeader(int fd, const char *path, const struct stat &st)
 {
-	LeaseFileHeader header = ReadHeader(fd, path, v15);
+	alignas(8) char block[kLeaseBlockSize];
+	LeaseFileHeader header;
 
+	if (!ReadBlock(fd, path, 0, block))
+		ReportDamage(fd, path, "The file is shorter than its header (block 0).");
+	memcpy(&header, block, sizeof(header));
+	if (header.magic != kLeaseHeaderMagic || header.crc != HeaderCrc(header) ||
+		header.blocks < 1 || header.boot_id[kBootIdSize - 1] != '\0')
+	{
+		if (AllZeros(block))
+			ReportDamage(fd, path, "Its header (block 0) holds only zeros.");
+		if (header.magic == kLeaseHeaderMagic)
+			ReportDamage(fd, path, "The checksum of its header (block 0) is wrong.");
+		ReportDamage(fd, path, "Block 0 does not start with a lease state header.");
+	}
 	/* Every write is of whole blocks, growth included. */
 	if (st.st_size % kLeaseBlockSize != 0)
 		ReportDamage(fd, path, "Its size is not a multiple of 512 bytes.");
-	if (*v15)
-		header.blocks = static_cast<uint32>(st.st_size / kLeaseBlockSize);
-	else if (st.st_size < static_cast<off_t>(header.blocks) * kLeaseBlockSize)
+	if (st.st_size < static_cast<off_t>(header.blocks) * kLeaseBlockSize)
 	{
 		char		detail[kStateProblemSize];
 
@@ -394,29 +372,108 @@ ReadSizedHeader(int fd, const char *path, const struct stat &st, bool *v15)
 	return header;
 }
 
+/* Leases that may still issue IDs and stop the start, as a refusal names them. */
+struct LiveLeases
+{
+	int count;
+	uint32 lowest_worker_id;
+	int64 until_ms; /* the last of them */
+	StringInfoData names;
+};
+
+static void
+NoteLiveLease(LiveLeases *live, const LeaseImage &image, int64 until_ms)
+{
+	if (live->count == 0)
+	{
+		initStringInfo(&live->names);
+		live->lowest_worker_id = image.worker_id;
+	}
+	live->lowest_worker_id = Min(live->lowest_worker_id, image.worker_id);
+	live->until_ms = Max(live->until_ms, until_ms);
+	if (live->count++ < kLeasesNamed)
+		appendStringInfo(&live->names,
+						 "%sworker id %u of node %d (token " INT64_FORMAT
+						 ", \"%.*s\") until %s",
+						 live->count > 1 ? "; " : "", image.worker_id, image.node_id,
+						 image.token, kMaxHolderBytes, image.holder,
+						 timestamptz_to_str(UnixMsToTimestampTz(until_ms)));
+}
+
+/* The leases' names, and how many more there are. */
+static const char *
+NamesOfLiveLeases(LiveLeases *live)
+{
+	if (live->count > kLeasesNamed)
+		appendStringInfo(&live->names, "; and %d more", live->count - kLeasesNamed);
+	return live->names.data;
+}
+
+/* The lease space shrank under a lease that may still issue IDs: sessions would too. */
+[[noreturn]] static void
+RefuseSmallerLeaseSpace(int fd, LiveLeases *live)
+{
+	const uint32 all = g_settings.layout.MaxWorkerId() + 1;
+
+	close(fd);
+	ereport(FATAL,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("snowflake.lease_workers = %d leaves out worker ids whose leases may "
+					"still issue IDs",
+					g_settings.lease_workers),
+			 errdetail("Sessions would issue IDs with the worker ids of %d leases: %s.",
+					   live->count, NamesOfLiveLeases(live)),
+			 errhint("Set snowflake.lease_workers to at least %u until %s, or until the "
+					 "holders release these leases; see \"Changing the lease space\" in "
+					 "the snowflake documentation.",
+					 all - live->lowest_worker_id,
+					 timestamptz_to_str(UnixMsToTimestampTz(live->until_ms)))));
+	pg_unreachable();
+}
+
+/* The layout changed under a lease that may issue IDs past the layout check's reach. */
+[[noreturn]] static void
+RefuseLayoutChangeUnderLeases(int fd, LiveLeases *live)
+{
+	close(fd);
+	ereport(FATAL,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("the snowflake layout changed while leases of the old layout may "
+					"issue IDs later than the layout check allows for"),
+			 errdetail("The check takes earlier IDs to reach at most 24 hours past this "
+					   "start; %d leases of the old layout reach further: %s.",
+					   live->count, NamesOfLiveLeases(live)),
+			 errhint("Restore the previous snowflake.* layout settings, or start with "
+					 "this layout after %s, when the leases lie within the check's "
+					 "reach.",
+					 timestamptz_to_str(UnixMsToTimestampTz(
+						 live->until_ms - snowflake::kMaxDriftLimitMs)))));
+	pg_unreachable();
+}
+
 /*
- * Reads every block the header counts into "table".  Images of another
- * layout or node id are history that no longer matters (the layout check
- * keeps new IDs above them), but their tokens count.  Returns whether a
- * version 1.5 file has zero blocks (ids never leased).
+ * Reads every block the header counts into "table", whatever its node id;
+ * tokens count from every block.  FATAL if a lease that may still issue IDs
+ * is on a worker id that sessions now use, or, of another layout, reaches
+ * past the layout check.  Returns how many leases of other node ids may
+ * still issue IDs; *other_node_until_ms is the last of them.
  */
-static bool
+static int
 ReadLeaseBlocks(int fd, const char *path, LeaseTable *table, const LeaseFileHeader &header,
-				bool v15)
+				bool settling, int64 *other_node_until_ms)
 {
 	alignas(8) char block[kLeaseBlockSize];
 	const uint32 end = table->first_worker_id + table->count;
-	bool		zero_blocks = false;
+	const int64 now_ms = TrustedNowUnixMs();
+	LiveLeases on_session_ids{};
+	LiveLeases of_old_layout{};
+	int of_other_nodes = 0;
 
+	*other_node_until_ms = 0;
 	for (uint32 n = 1; n < header.blocks; n++)
 	{
 		if (!ReadBlock(fd, path, n, block))
 			ReportDamage(fd, path, "The file ends inside a block.");
-		if (v15 && reinterpret_cast<const LeaseImage *>(block)->magic == 0)
-		{
-			zero_blocks = true; /* version 1.5: never written */
-			continue;
-		}
 
 		LeaseImage	image = CheckBlock(fd, path, block, n);
 
@@ -424,40 +481,55 @@ ReadLeaseBlocks(int fd, const char *path, LeaseTable *table, const LeaseFileHead
 			continue;
 		table->last_token = Max(table->last_token, image.token);
 		table->last_change = Max(table->last_change, image.change);
-		if (n >= table->first_worker_id && n < end &&
-			LeaseImageMadeUnder(image, g_settings.layout, g_settings.node_id))
-			table->entries[n - table->first_worker_id].image = image;
+
+		const int64 until_ms = LeaseMayIssueUntilMs(image, settling, now_ms);
+
+		/*
+		 * Another layout: its IDs are below every new one up to the layout
+		 * check's reach, which is at least 24 h past this start (the minute
+		 * of reserve_ahead more covers the moments between the two checks).
+		 */
+		if (!LeaseImageOfLayout(image, g_settings.layout))
+		{
+			if (until_ms >= now_ms + snowflake::kMaxDriftLimitMs)
+				NoteLiveLease(&of_old_layout, image, until_ms);
+			continue;
+		}
+		if (n < table->first_worker_id)
+		{
+			if (until_ms >= now_ms)
+				NoteLiveLease(&on_session_ids, image, until_ms);
+			continue;
+		}
+		if (n >= end)
+			continue;
+		table->entries[n - table->first_worker_id].image = image;
+		if (image.node_id != g_settings.node_id && until_ms >= now_ms)
+		{
+			of_other_nodes++;
+			*other_node_until_ms = Max(*other_node_until_ms, until_ms);
+		}
 	}
+	if (on_session_ids.count > 0)
+		RefuseSmallerLeaseSpace(fd, &on_session_ids);
+	if (of_old_layout.count > 0)
+		RefuseLayoutChangeUnderLeases(fd, &of_old_layout);
 	table->last_token = Max(table->last_token, header.last_token);
 	table->last_change = Max(table->last_change, header.last_change);
-	return zero_blocks;
+	return of_other_nodes;
 }
 
-/*
- * Version 1.5's zero blocks become empty images, and the file grows to the
- * lease space (over what an interrupted growth left), all made durable
- * before the header that counts them.  Returns the file's blocks.
- */
+/* Grows the file to the lease space, durably, before the header counts it. */
 static uint32
 CompleteLeaseBlocks(int fd, const char *path, const LeaseTable *table,
-					const LeaseFileHeader &header, const struct stat &st, bool zero_blocks)
+					const LeaseFileHeader &header, const struct stat &st)
 {
-	alignas(8) char block[kLeaseBlockSize];
 	const uint32 blocks = Max(header.blocks, table->first_worker_id + table->count);
 	bool		wrote = false;
 
-	for (uint32 n = 1; zero_blocks && n < header.blocks; n++)
-		if (ReadBlock(fd, path, n, block) &&
-			reinterpret_cast<const LeaseImage *>(block)->magic == 0)
-		{
-			EmptyBlock(n, block);
-			WriteBlock(fd, path, n, block);
-			wrote = true;
-		}
 	for (uint32 n = header.blocks; n < blocks; n++)
 	{
-		EmptyBlock(n, block);
-		WriteBlock(fd, path, n, block);
+		WriteEmptyBlock(fd, path, n);
 		wrote = true;
 	}
 	if (st.st_size > static_cast<off_t>(blocks) * kLeaseBlockSize)
@@ -471,6 +543,33 @@ CompleteLeaseBlocks(int fd, const char *path, const LeaseTable *table,
 	return blocks;
 }
 
+/* The node id changed since the last start: said, with what still bounds it. */
+static void
+LogNodeIdChange(int previous_node_id, int of_other_nodes, int64 until_ms)
+{
+	ereport(LOG,
+			(errmsg("snowflake node id changed from %d to %d", previous_node_id,
+					g_settings.node_id),
+			 of_other_nodes == 0 ?
+				 errdetail("No lease of another node id may still issue IDs.") :
+				 errdetail("%d leases of other node ids may still issue IDs, the last "
+						   "until %s.  Their worker ids are leased again only after "
+						   "them, whatever the node id; no other server may take those "
+						   "node ids before then.",
+						   of_other_nodes,
+						   timestamptz_to_str(UnixMsToTimestampTz(until_ms)))));
+}
+
+void
+NoteLeaseFileStart(void)
+{
+	char marker[MAXPGPATH];
+	struct stat st;
+
+	DataDirectoryFile(kUpgradeMarkerFileName, marker);
+	empty_file_is_new = stat(marker, &st) == 0;
+}
+
 void
 LoadLeaseFile(LeaseTable *table)
 {
@@ -482,33 +581,30 @@ LoadLeaseFile(LeaseTable *table)
 
 	int			fd = OpenLeaseFile(path, table, &st);
 
-	if (fd < 0)
-		return;
+	/* Only the first load of this postmaster may find a new directory's empty file. */
+	empty_file_is_new = false;
 
-	bool		v15;
-	LeaseFileHeader header = ReadSizedHeader(fd, path, st, &v15);
-	bool		zero_blocks = ReadLeaseBlocks(fd, path, table, header, v15);
+	LeaseFileHeader header = ReadHeader(fd, path, st);
 
-	table->file_blocks = CompleteLeaseBlocks(fd, path, table, header, st, zero_blocks);
-
-	/*
-	 * Whether the first change settles (lease_table.hpp).  Version 1.5
-	 * recorded no boot id.
-	 */
-	const bool same_boot = !v15 && table->boot_id[0] != '\0' &&
+	/* Whether the first change settles (lease_table.hpp). */
+	const bool same_boot = table->boot_id[0] != '\0' &&
 		memcmp(header.boot_id, table->boot_id, kBootIdSize) == 0;
 
 	table->needs_bump = header.settle == 1 || (header.clean != 1 && !same_boot) ||
 		RecoveryOrBackupStarts();
 
-	/* From now on, a crash is not a clean shutdown. */
+	int64 other_node_until_ms;
+	int of_other_nodes = ReadLeaseBlocks(fd, path, table, header, table->needs_bump,
+										 &other_node_until_ms);
+
+	table->file_blocks = CompleteLeaseBlocks(fd, path, table, header, st);
+
+	/* From now on, a crash is not a clean shutdown; the header records the node id. */
 	if (!WriteLeaseHeader(fd, table, false))
 		FailOn(fd, "write", path);
 	if (pg_fsync(fd) != 0)
 		FailOn(fd, "fsync", path);
 	close(fd);
-	if (v15)
-		ereport(LOG,
-				(errmsg("rewrote file \"%s\" of snowflake 1.5 in the current format",
-						path)));
+	if (header.node_id != g_settings.node_id)
+		LogNodeIdChange(header.node_id, of_other_nodes, other_node_until_ms);
 }

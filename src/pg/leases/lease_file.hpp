@@ -11,11 +11,17 @@
 /* The CRC of an image (a lease or an empty block). */
 pg_crc32c	LeaseImageCrc(const LeaseImage &image);
 
+/* The block of a worker id never leased: magic, worker id and CRC, the rest zeros. */
+LeaseImage EmptyLeaseImage(uint32 worker_id);
+
+/* _PG_init, before the pg_upgrade guard removes its marker: is an empty file new? */
+void NoteLeaseFileStart(void);
+
 /*
- * Postmaster, at start and after a crash restart: reads the file into
- * "table" (creating it, or rewriting a version 1.5 file, first), decides
- * whether the first change settles (needs_bump), grows the file to the lease
- * space, and writes the header of this run.  FATAL on a damaged file.
+ * Postmaster, at start and after a crash restart: reads (or makes) the file
+ * into "table", decides whether the first change settles (needs_bump),
+ * grows the file to the lease space and writes this run's header (a node
+ * id change is logged).  FATAL on damage or a lease the start would break.
  */
 void		LoadLeaseFile(LeaseTable *table);
 
@@ -26,10 +32,7 @@ void		LoadLeaseFile(LeaseTable *table);
  */
 bool		WriteLeaseHeader(int fd, const LeaseTable *table, bool clean);
 
-/*
- * Postmaster, at a clean exit, after every other process: fsyncs the file
- * and marks the shutdown clean in its header.
- */
+/* Postmaster, at a clean exit after every other process: fsync, header says clean. */
 void		MarkLeaseFileClean(const LeaseTable *table);
 
 #endif							/* SNOWFLAKE_PG_LEASE_FILE_HPP */

@@ -1,24 +1,12 @@
 /*
  * lease_functions.cpp
  *	  snowflake_lease_worker(), snowflake_renew_lease() and
- *	  snowflake_release_lease(): the lease API, in C, on the lease table.
+ *	  snowflake_release_lease(): the lease API, on the lease table.
  *
  * They run with their caller's rights and resolve no name: the state is
- * the lease table in shared memory (lease_table.hpp), so no object another
- * role creates, renames or drops can take part, and no table lock exists
- * for a slow caller to hold.  Each change takes the table's lock for a
- * few microseconds and is durable before the function returns; a rollback
- * of the caller's transaction undoes nothing.  The rules themselves are in
- * the core (core/lease_rules.hpp).
- *
- * Each function has one shape: validate the arguments; decide under the
- * table's lock, in one function that takes it, commits the change (if
- * any) and releases it, returning the outcome as plain data; report a
- * refusal from that outcome (no error is raised with the lock held, see
- * lease_table.hpp); make the change durable; build the row.
- *
- * Ownership is the role that took the lease (current_user, by OID); only
- * that role renews or releases it, and a superuser's release revokes it.
+ * the lease table in shared memory, so no object another role creates,
+ * renames or drops takes part.  Each has the shape README.md describes,
+ * so that no error is raised with the table's lock held (lease_table.hpp).
  */
 extern "C"
 {
@@ -32,7 +20,6 @@ extern "C"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"		/* pg_mbcliplen */
 #include "miscadmin.h"			/* GetUserId, MyProcPid, PreventCommandIfReadOnly */
-#include "nodes/primnodes.h"	/* FuncExpr */
 #include "utils/builtins.h"		/* text_to_cstring */
 #include "utils/guc.h"			/* application_name */
 #include "utils/inet.h"
@@ -43,7 +30,7 @@ extern "C"
 #include "core/holder_text.hpp"
 #include "core/lease_rules.hpp"
 #include "pg/clock.hpp"
-#include "pg/leases/lease_functions.hpp"
+#include "pg/clock_watch.hpp"
 #include "pg/leases/lease_table.hpp"
 #include "pg/registry/registry_slots.hpp"
 #include "pg/reservation/reservation.hpp"
@@ -60,14 +47,11 @@ PG_FUNCTION_INFO_V1(snowflake_release_lease);
 
 using snowflake::kNoTimestamp;
 
-/* The columns of each function's result, as snowflake--1.5.sql declares them. */
+/* The columns of each function's result, as snowflake--1.6.sql declares them. */
 static constexpr int kGrantColumns = 13;
 static constexpr int kRenewColumns = 3;
 
-/*
- * timestamptz_to_str() returns a static buffer that its next call
- * overwrites, and a message shows several times: each gets a copy.
- */
+/* A copy: timestamptz_to_str()'s static buffer is overwritten by its next call. */
 static const char *
 FormatTimestamp(TimestampTz ts)
 {
@@ -80,8 +64,16 @@ FormatUnixMs(int64 unix_ms)
 	return FormatTimestamp(UnixMsToTimestampTz(unix_ms));
 }
 
-void
-RefuseOutsidePrimaryBackend(const char *caller)
+/*
+ * Leases change only on a primary (a standby's table is a replica), and
+ * only in the caller's own backend: a parallel worker reached through a
+ * wrapper mislabelled PARALLEL SAFE would take a connection-scoped lease
+ * for its own connection, which ends with the query.  Then a read-only
+ * transaction is refused as nextval() is (25006); a standby's keeps the
+ * message that says to call on the primary.
+ */
+static void
+RefuseUnlessLeasesCanChange(const char *caller)
 {
 	if (RecoveryInProgress())
 		ereport(ERROR,
@@ -92,51 +84,7 @@ RefuseOutsidePrimaryBackend(const char *caller)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
 				 errmsg("cannot call %s in a parallel worker", caller)));
-}
-
-/*
- * A grant, renewal or release changes the server's state, durably: in a
- * read-only transaction it is refused as nextval() on a sequence is
- * (25006).  Called after RefuseOutsidePrimaryBackend(): a standby's
- * transactions are read-only too, and keep the message that says to call
- * on the primary.  The 1.4 import runs in ALTER EXTENSION, never in a
- * read-only transaction.
- */
-static void
-RefuseInReadOnlyTransaction(const char *caller)
-{
 	PreventCommandIfReadOnly(caller);
-}
-
-/*
- * A holder is printable ASCII (core/holder_text.hpp): every database of
- * the server shows it, whatever its encoding.  SQLSTATE 22021
- * (character_not_in_repertoire), not 22023 as for its length: the value
- * is a well-formed string of the database's encoding, with a character
- * outside the repertoire a holder allows, as PostgreSQL reports a character
- * that has no equivalent in an encoding.
- */
-static void
-RefuseHolderOutsideAscii(text *holder)
-{
-	const char *bytes = VARDATA_ANY(holder);
-	size_t		length = VARSIZE_ANY_EXHDR(holder);
-	size_t		bad = snowflake::FirstNonPrintableAscii(bytes, length);
-
-	if (bad == length)
-		return;
-
-	unsigned int byte = static_cast<unsigned char>(bytes[bad]);
-
-	ereport(ERROR,
-			(errcode(ERRCODE_CHARACTER_NOT_IN_REPERTOIRE),
-			 errmsg("a snowflake lease's holder must be printable ASCII"),
-			 errdetail("Byte %zu of the holder is 0x%02X, outside printable ASCII "
-					   "(0x20 to 0x7E).",
-					   bad + 1, byte),
-			 errhint("Every database of the server shows the holder, whatever its "
-					 "encoding: describe the instance with letters, digits, spaces and "
-					 "punctuation.")));
 }
 
 /* The client's clock argument (argument "argno"; absent if NULL). */
@@ -158,10 +106,9 @@ ClientClockOf(FunctionCallInfo fcinfo, int argno)
 }
 
 /*
- * The core's verdict on the client's clock against the database's "now_ms"
- * and, if "previous_ms" is not kNoTimestamp, against the last timestamp
- * the worker id's previous holder reported.  Plain computation: callable
- * under the table's lock.
+ * The core's verdict on the client's clock against "now_ms" and, unless
+ * kNoTimestamp, "previous_ms", the previous holder's last timestamp.  Raises
+ * no error: callable under the table's lock.
  */
 static snowflake::ClientClock
 JudgeClientClock(const ClientClockArgument &client_clock, int64 now_ms, int64 previous_ms)
@@ -189,23 +136,16 @@ ReportClientClock(snowflake::ClientClock verdict, const ClientClockArgument &cli
 {
 	long long	tolerance = static_cast<long long>(g_settings.lease_clock_tolerance_ms);
 
-	if (verdict == snowflake::ClientClock::kBehind)
+	const bool behind = verdict == snowflake::ClientClock::kBehind;
+
+	if (behind || verdict == snowflake::ClientClock::kAhead)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("the client's clock is behind the database's by more than %lld ms",
-						tolerance),
-				 errdetail("The client reported %s, before the database's clock, %s.",
-						   FormatTimestamp(client_clock.time), FormatUnixMs(now_ms)),
-				 errhint("Synchronise the client's clock (NTP), or raise "
-						 "snowflake.lease_clock_tolerance.")));
-	if (verdict == snowflake::ClientClock::kAhead)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("the client's clock is ahead of the database's by more than "
-						"%lld ms",
-						tolerance),
-				 errdetail("The client reported %s, after the database's clock, %s.",
-						   FormatTimestamp(client_clock.time), FormatUnixMs(now_ms)),
+				 errmsg("the client's clock is %s the database's by more than %lld ms",
+						behind ? "behind" : "ahead of", tolerance),
+				 errdetail("The client reported %s, %s the database's clock, %s.",
+						   FormatTimestamp(client_clock.time), behind ? "before" : "after",
+						   FormatUnixMs(now_ms)),
 				 errhint("Synchronise the client's clock (NTP), or raise "
 						 "snowflake.lease_clock_tolerance.")));
 	if (verdict == snowflake::ClientClock::kBehindPrevious)
@@ -224,25 +164,14 @@ ReportClientClock(snowflake::ClientClock verdict, const ClientClockArgument &cli
 static void
 CheckClientClock(const ClientClockArgument &client_clock)
 {
-	const int64 now_ms = NowUnixMs();
+	const int64 now_ms = TrustedNowUnixMs();
 
 	ReportClientClock(JudgeClientClock(client_clock, now_ms, kNoTimestamp), client_clock,
 					  now_ms, kNoTimestamp);
 }
 
-void
-SetLeaseImageLayout(LeaseImage *image)
-{
-	const snowflake::Layout &layout = g_settings.layout;
-
-	image->node_id = g_settings.node_id;
-	image->layout_epoch_ms = layout.epoch_ms;
-	image->layout_node_bits = static_cast<int16>(layout.node_bits);
-	image->layout_worker_bits = static_cast<int16>(layout.worker_bits);
-	image->layout_sequence_bits = static_cast<int16>(layout.sequence_bits);
-}
-
-void
+/* Copies "text" into "out" ("size" bytes), cut at a character boundary. */
+static void
 CopyClippedText(char *out, size_t size, const char *text)
 {
 	int			length = pg_mbcliplen(text, static_cast<int>(strlen(text)),
@@ -266,170 +195,15 @@ ClientAddress(char *out, size_t size)
 		CopyClippedText(out, size, DatumGetCString(DirectFunctionCall1(inet_out, address)));
 }
 
-static snowflake::LeaseHistory
-HistoryOf(const LeaseEntry &entry, int64 now_ms)
+/* The row of "values" and "nulls", of the function's declared row type. */
+static Datum
+FormResultRow(FunctionCallInfo fcinfo, Datum *values, bool *nulls)
 {
-	const LeaseImage &image = entry.image;
-	snowflake::LeaseHistory history{};
+	TupleDesc tupdesc;
 
-	history.ever_leased = image.magic == kLeaseImageMagic && image.token != 0;
-	if (!history.ever_leased)
-		return history;
-	history.held = LeaseIsHeld(entry, now_ms);
-	history.released = (image.flags & kLeaseReleased) != 0;
-	history.not_before_ms = image.not_before_ms;
-	history.not_after_ms = image.not_after_ms;
-	history.last_timestamp_ms = image.last_timestamp_ms;
-	history.free_since_ms =
-		history.released ? TimestampTzToUnixMs(image.released_at) : image.not_after_ms;
-	return history;
-}
-
-/*
- * The copies of one call, evaluated for one row, return one lease.
- *
- * PostgreSQL expands (snowflake_lease_worker(...)).* into one copy of the
- * call per output column (parse_target.c, ExpandRowReference, copies the
- * FuncExpr) and evaluates every copy.  Each taking a lease of its own
- * would mix a row's columns: the worker id of one lease beside the token
- * of another, whose holder renews the wrong lease while the worker id it
- * uses runs out and goes to another holder.  Every other call gets a lease
- * of its own.  The copies of one call, for one row, are known by
- *	- the memory context the call runs in (CurrentMemoryContext at entry):
- *	  the executor evaluates a row's expressions in its ExprContext's
- *	  per-tuple memory and resets it before the next row (execScan.c,
- *	  nodeResult.c, nodeProjectSet.c, execSRF.c, nodeModifyTable.c,
- *	  copyfrom.c); PL/pgSQL evaluates a simple expression in the per-tuple
- *	  memory of its ExprContext, which exec_eval_cleanup() resets after each
- *	  statement, and which each call of a function, and each block with an
- *	  EXCEPTION clause, has its own of.  A reset callback on that context
- *	  forgets the grant when the context is reset or deleted;
- *	- the call site: the parse location of the call, which the copies
- *	  share and two calls written in one statement do not;
- *	- the role, holder and ttl, so that no call gets a lease it did not ask
- *	  for.  Not the client's clock: each copy evaluates its arguments anew,
- *	  and clock_timestamp() differs from one copy to the next;
- *	- the node: each copy is one, evaluated once per row.  A node that
- *	  comes again while the grant is remembered is another evaluation (a
- *	  context that outlived a row or a statement), so it takes a lease of
- *	  its own.
- * A call without an expression (from C) never shares.  So one lease each
- * for: SELECT * FROM snowflake_lease_worker(...) (one call); a row of
- * (f()).*, through a cursor too (one per row fetched); each execution of a
- * statement, prepared or not; each loop iteration and each call of a
- * PL/pgSQL function.  Beside a set-returning function in the select list
- * one per row it makes, and one more: ProjectSet evaluates the call again
- * for the row it then finds empty, and that lease is returned to no one.
- * Two calls of one row that PostgreSQL cannot tell apart share: the calls
- * of an SQL function it inlines carry the location in its body, and stored
- * expressions (a view, a column default, a BEGIN ATOMIC body) carry none
- * (-1).  docs/leases.md says what shares a lease; test/sql/lease_calls.sql
- * shows each case.
- */
-/* Above the kGrantColumns columns of the result. */
-static constexpr int kMaxCallCopies = 32;
-
-struct RowGrant
-{
-	bool		valid;
-	uint64		generation;		/* of the reset callback that forgets it */
-	MemoryContext row_context;
-	int			location;
-	Oid			role;
-	char		holder[kMaxHolderBytes + 1];
-	int64		ttl_ms;
-	int			ncopies;
-	const FmgrInfo *copies[kMaxCallCopies]; /* the nodes that returned it */
-	LeaseImage	image;
-};
-
-/* A reset callback of the row's context, for one grant. */
-struct RowGrantReset
-{
-	MemoryContextCallback callback;
-	uint64		generation;
-};
-
-static RowGrant row_grant;
-
-static void
-ForgetRowGrant(void *arg)
-{
-	/* A later grant, remembered on another context, stays. */
-	if (static_cast<RowGrantReset *>(arg)->generation == row_grant.generation)
-		row_grant.valid = false;
-}
-
-/* The parse location of the call; false for a call without an expression. */
-static bool
-CallLocation(FunctionCallInfo fcinfo, int *location)
-{
-	Node	   *expr = fcinfo->flinfo != nullptr ? fcinfo->flinfo->fn_expr : nullptr;
-
-	if (expr == nullptr || !IsA(expr, FuncExpr))
-		return false;
-	*location = reinterpret_cast<FuncExpr *>(expr)->location;
-	return true;
-}
-
-/*
- * The lease another copy of this call took for this row, if it is still
- * held; counts this copy as one it was returned to.
- */
-static bool
-CopyOfRowGrant(LeaseTable *table, FunctionCallInfo fcinfo, MemoryContext row_context,
-			   const char *holder, int64 ttl_ms)
-{
-	int			location;
-
-	if (!row_grant.valid || !CallLocation(fcinfo, &location) ||
-		row_grant.row_context != row_context || row_grant.location != location ||
-		row_grant.role != GetUserId() || row_grant.ttl_ms != ttl_ms ||
-		strcmp(row_grant.holder, holder) != 0 || row_grant.ncopies == kMaxCallCopies)
-		return false;
-	for (int i = 0; i < row_grant.ncopies; i++)
-		if (row_grant.copies[i] == fcinfo->flinfo)
-			return false;
-
-	uint32		index = row_grant.image.worker_id - table->first_worker_id;
-
-	LWLockAcquire(table->lock, LW_SHARED);
-	bool		held = index < table->count &&
-		table->entries[index].image.token == row_grant.image.token &&
-		LeaseIsHeld(table->entries[index], NowUnixMs());
-
-	LWLockRelease(table->lock);
-	if (held)
-		row_grant.copies[row_grant.ncopies++] = fcinfo->flinfo;
-	return held;
-}
-
-static void
-RememberRowGrant(FunctionCallInfo fcinfo, MemoryContext row_context, const char *holder,
-				 int64 ttl_ms, const LeaseImage &image)
-{
-	int			location;
-
-	if (!CallLocation(fcinfo, &location))
-		return;
-
-	RowGrantReset *reset = static_cast<RowGrantReset *>(
-		MemoryContextAllocZero(row_context, sizeof(RowGrantReset)));
-
-	row_grant.generation++;
-	reset->generation = row_grant.generation;
-	reset->callback.func = ForgetRowGrant;
-	reset->callback.arg = reset;
-	MemoryContextRegisterResetCallback(row_context, &reset->callback);
-	row_grant.valid = true;
-	row_grant.row_context = row_context;
-	row_grant.location = location;
-	row_grant.role = GetUserId();
-	row_grant.ttl_ms = ttl_ms;
-	strlcpy(row_grant.holder, holder, sizeof(row_grant.holder));
-	row_grant.ncopies = 1;
-	row_grant.copies[0] = fcinfo->flinfo;
-	row_grant.image = image;
+	if (get_call_result_type(fcinfo, nullptr, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls));
 }
 
 static Datum
@@ -437,13 +211,10 @@ GrantResult(FunctionCallInfo fcinfo, const LeaseImage &image)
 {
 	const snowflake::Layout &layout = g_settings.layout;
 	const Datum not_after = TimestampTzGetDatum(UnixMsToTimestampTz(image.not_after_ms));
-	TupleDesc	tupdesc;
 	Datum		values[kGrantColumns];
 	bool		nulls[kGrantColumns] = {false};
 	int			i = 0;
 
-	if (get_call_result_type(fcinfo, nullptr, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
 	values[i++] = Int32GetDatum(static_cast<int32>(image.worker_id));
 	values[i++] = Int32GetDatum(image.node_id);
 	values[i++] = Int64GetDatum(image.token);
@@ -459,7 +230,7 @@ GrantResult(FunctionCallInfo fcinfo, const LeaseImage &image)
 	values[i++] = Int32GetDatum(layout.worker_bits);
 	values[i++] = Int32GetDatum(layout.sequence_bits);
 	Assert(i == kGrantColumns);
-	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls));
+	return FormResultRow(fcinfo, values, nulls);
 }
 
 /* A grant's arguments, checked. */
@@ -470,7 +241,12 @@ struct GrantRequest
 	ClientClockArgument client_clock;
 };
 
-/* The holder (argument 0), checked: given, short enough, printable ASCII. */
+/*
+ * The holder (argument 0), checked: given, short enough, printable ASCII
+ * (core/holder_text.hpp), as every database of the server shows it.
+ * 22021, not 22023 as for its length: a well-formed string with a
+ * character outside the holder's repertoire.
+ */
 static const char *
 HolderArgument(FunctionCallInfo fcinfo)
 {
@@ -487,14 +263,27 @@ HolderArgument(FunctionCallInfo fcinfo)
 						kMaxHolderBytes, VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0))),
 				 errhint("Describe the instance that leases briefly, such as its host, "
 						 "process id and name.")));
-	RefuseHolderOutsideAscii(PG_GETARG_TEXT_PP(0));
-	return text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+	const text *holder = PG_GETARG_TEXT_PP(0);
+	const char *bytes = VARDATA_ANY(holder);
+	const size_t length = VARSIZE_ANY_EXHDR(holder);
+	const size_t bad = snowflake::FirstNonPrintableAscii(bytes, length);
+	const unsigned int byte = bad < length ? static_cast<unsigned char>(bytes[bad]) : 0;
+
+	if (bad != length)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHARACTER_NOT_IN_REPERTOIRE),
+				 errmsg("a snowflake lease's holder must be printable ASCII"),
+				 errdetail("Byte %zu of the holder is 0x%02X, outside printable ASCII "
+						   "(0x20 to 0x7E).",
+						   bad + 1, byte),
+				 errhint("Every database of the server shows the holder, whatever its "
+						 "encoding: describe the instance with letters, digits, spaces and "
+						 "punctuation.")));
+	return text_to_cstring(holder);
 }
 
-/*
- * The ttl (argument 1) in ms, 0 if NULL: one conversion, kept with the
- * lease for every renewal.
- */
+/* The ttl (argument 1) in ms, 0 if NULL: converted once, kept for every renewal. */
 static int64
 TtlArgument(FunctionCallInfo fcinfo)
 {
@@ -512,15 +301,15 @@ TtlArgument(FunctionCallInfo fcinfo)
 #endif
 	if (ttl_ms < 0)
 		ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("a snowflake lease's ttl must lie between 1 second and 24 hours, "
-					"not %s",
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a snowflake lease's ttl must lie between 1 second and 24 hours, "
+						"not %s",
 						DatumGetCString(
 							DirectFunctionCall1(interval_out, IntervalPGetDatum(ttl)))),
-			 has_months ? errdetail("A month has no fixed number of milliseconds.") : 0,
+				 has_months ? errdetail("A month has no fixed number of milliseconds.") : 0,
 				 has_months ?
 					 errhint("Write the ttl in hours or days, for example '12 hours'.") :
-						  errhint("Pass NULL for a lease held as long as the connection.")));
+					 errhint("Pass NULL for a lease held as long as the connection.")));
 	return ttl_ms;
 }
 
@@ -533,11 +322,7 @@ GrantArguments(FunctionCallInfo fcinfo)
 	request.holder = HolderArgument(fcinfo);
 	request.ttl_ms = TtlArgument(fcinfo);
 
-	/*
-	 * Behind a pooler a server connection outlives its clients and serves
-	 * many: a lease tied to it is no client's.  The operator can refuse
-	 * them for the whole server.
-	 */
+	/* Behind a pooler a server connection outlives its clients: the operator's choice. */
 	if (request.ttl_ms == 0 && !g_settings.allow_connection_leases)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -557,15 +342,18 @@ GrantArguments(FunctionCallInfo fcinfo)
 	return request;
 }
 
-/*
- * The parts of a grant's image that do not depend on the worker id it
- * takes, filled in before the lock (the client address allocates memory).
- */
+/* A grant's image but its worker id's part, before the lock (inet_out allocates). */
 static void
 PrepareGrantImage(const GrantRequest &request, const SharedState *state, LeaseImage *image)
 {
+	const snowflake::Layout &layout = g_settings.layout;
+
 	memset(image, 0, sizeof(*image));
-	SetLeaseImageLayout(image);
+	image->node_id = g_settings.node_id;
+	image->layout_epoch_ms = layout.epoch_ms;
+	image->layout_node_bits = static_cast<int16>(layout.node_bits);
+	image->layout_worker_bits = static_cast<int16>(layout.worker_bits);
+	image->layout_sequence_bits = static_cast<int16>(layout.sequence_bits);
 	image->holder_role = GetUserId();
 	if (request.ttl_ms == 0)
 	{
@@ -599,38 +387,27 @@ struct GrantOutcome
 	XLogRecPtr	lsn;
 };
 
-/* The end of the first time-scoped lease held; INT64_MAX if none.  Lock held. */
-static int64
-FirstExpiry(const LeaseTable *table, int64 now_ms)
-{
-	int64		first_expiry = INT64_MAX;
-
-	for (uint32 i = 0; i < table->count; i++)
-		if (LeaseIsHeld(table->entries[i], now_ms) && table->entries[i].image.ttl_ms > 0)
-			first_expiry = Min(first_expiry, table->entries[i].image.not_after_ms);
-	return first_expiry;
-}
-
 /*
- * Takes the table's lock, chooses a worker id, checks the client's clock
- * against its previous holder, commits the grant ("out->image", prepared
- * by PrepareGrantImage()) and releases the lock.  Raises no error with the
- * lock held (but the file's, see lease_table.hpp): a refusal is returned.
- * "histories" has room for every entry.
+ * Takes the lock, chooses a worker id, checks the client's clock against
+ * its previous holder, commits the grant prepared in "out->image", releases
+ * the lock; a refusal is returned.  "histories" has room for every entry.
  */
 static void
 GrantUnderLock(LeaseTable *table, const GrantRequest &request, int64 floor_minus_1,
 			   snowflake::LeaseHistory *histories, GrantOutcome *out)
 {
 	LockLeaseTableForChange(table);
-	out->now_ms = NowUnixMs();
+	out->now_ms = TrustedNowUnixMs();
+	out->first_expiry_ms = INT64_MAX;
 	for (uint32 i = 0; i < table->count; i++)
-		histories[i] = HistoryOf(table->entries[i], out->now_ms);
+	{
+		histories[i] = LeaseHistoryOf(table->entries[i], out->now_ms);
+		if (histories[i].held && table->entries[i].image.ttl_ms > 0)
+			out->first_expiry_ms = Min(out->first_expiry_ms, histories[i].not_after_ms);
+	}
 	out->choice = snowflake::ChooseWorker(histories, table->count, out->now_ms,
 										  floor_minus_1,
 										  g_settings.lease_connection_window_ms);
-	if (out->choice.outcome == snowflake::LeaseChoice::kAllHeld)
-		out->first_expiry_ms = FirstExpiry(table, out->now_ms);
 	if (out->choice.outcome != snowflake::LeaseChoice::kChosen)
 	{
 		LWLockRelease(table->lock);
@@ -670,16 +447,13 @@ ReportRefusedGrant(const GrantOutcome &out, const GrantRequest &request)
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("all %d snowflake worker ids set aside for leases are leased",
 						g_settings.lease_workers),
-				 out.first_expiry_ms == INT64_MAX ?
-					 errdetail("Node %d sets aside %d worker ids "
-							   "(snowflake.lease_workers). Every lease is held by a "
-							   "connection.",
-							   g_settings.node_id, g_settings.lease_workers) :
-					 errdetail("Node %d sets aside %d worker ids "
-							   "(snowflake.lease_workers). The first time-scoped lease "
-							   "runs out at %s unless renewed.",
-							   g_settings.node_id, g_settings.lease_workers,
-							   FormatUnixMs(out.first_expiry_ms)),
+				 errdetail("Node %d sets aside %d worker ids (snowflake.lease_workers). %s",
+						   g_settings.node_id, g_settings.lease_workers,
+						   out.first_expiry_ms == INT64_MAX ?
+							   "Every lease is held by a connection." :
+							   psprintf("The first time-scoped lease runs out at %s unless "
+										"renewed.",
+										FormatUnixMs(out.first_expiry_ms))),
 				 errhint("Release leases that are no longer used, or raise "
 						 "snowflake.lease_workers and restart the server.")));
 	if (out.choice.outcome == snowflake::LeaseChoice::kAllWaitTooLong)
@@ -694,15 +468,38 @@ ReportRefusedGrant(const GrantOutcome &out, const GrantRequest &request)
 	ReportClientClock(out.clock, request.client_clock, out.now_ms, out.previous_ms);
 }
 
+/*
+ * A not_before beyond a connection window ahead of the clock comes from the
+ * generation floor (ChooseWorker skips an id whose history alone pushes it
+ * further): a poisoned future the holder must be told of.
+ */
+static void
+WarnIfNotBeforeAhead(const GrantOutcome &out)
+{
+	const int64 ahead_ms = out.image.not_before_ms - out.now_ms;
+
+	if (ahead_ms <= g_settings.lease_connection_window_ms)
+		return;
+	ereport(
+		WARNING,
+		(errcode(ERRCODE_WARNING),
+		 errmsg("the lease's not_before lies " INT64_FORMAT " ms ahead of the clock",
+				ahead_ms),
+		 errdetail("This node's generation floor lies ahead of its clock (a clock step "
+				   "accepted and then corrected, or one made while the server was down): "
+				   "a generator that waits for its clock to pass not_before, %s, issues "
+				   "no ID with this lease until then.",
+				   FormatUnixMs(out.image.not_before_ms)),
+		 errhint("Issue the lease's IDs above not_before at once, their timestamps "
+				 "advancing with the IDs, as snowflake.on_clock_behind = 'ride' does "
+				 "for sessions; they stay unique.  Or wait until the clock reaches "
+				 "not_before.")));
+}
+
 extern "C" Datum
 snowflake_lease_worker(PG_FUNCTION_ARGS)
 {
-	const char *caller = "snowflake_lease_worker()";
-	/* Where the executor evaluates this row (see RowGrant). */
-	MemoryContext row_context = CurrentMemoryContext;
-
-	RefuseOutsidePrimaryBackend(caller);
-	RefuseInReadOnlyTransaction(caller);
+	RefuseUnlessLeasesCanChange("snowflake_lease_worker()");
 	SharedState *state = RequireSharedState();
 	LeaseTable *table = RequireLeaseTable();
 
@@ -711,8 +508,6 @@ snowflake_lease_worker(PG_FUNCTION_ARGS)
 	const GrantRequest request = GrantArguments(fcinfo);
 
 	CheckClientClock(request.client_clock);
-	if (CopyOfRowGrant(table, fcinfo, row_context, request.holder, request.ttl_ms))
-		PG_RETURN_DATUM(GrantResult(fcinfo, row_grant.image));
 
 	const int64 floor_minus_1 = g_settings.layout.epoch_ms + FixGenerationFloor(state) - 1;
 	snowflake::LeaseHistory *histories = static_cast<snowflake::LeaseHistory *>(
@@ -725,14 +520,14 @@ snowflake_lease_worker(PG_FUNCTION_ARGS)
 	GrantUnderLock(table, request, floor_minus_1, histories, &out);
 	ReportRefusedGrant(out, request);
 	MakeLeaseChangeDurable(table, out.change, out.lsn);
-
-	RememberRowGrant(fcinfo, row_context, request.holder, request.ttl_ms, out.image);
+	WarnIfNotBeforeAhead(out);
 	PG_RETURN_DATUM(GrantResult(fcinfo, out.image));
 }
 
-/* A renewal's or a release's arguments. */
+/* A renewal's or a release's arguments, and the table. */
 struct ChangeRequest
 {
+	LeaseTable *table;
 	const char *caller;
 	int64		token;
 	bool		has_last_id;
@@ -745,6 +540,8 @@ ChangeArguments(FunctionCallInfo fcinfo, const char *caller)
 {
 	ChangeRequest request{};
 
+	RefuseUnlessLeasesCanChange(caller);
+	request.table = RequireLeaseTable();
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -781,23 +578,17 @@ struct ChangeOutcome
 	XLogRecPtr	lsn;
 };
 
-/*
- * Whether "token" names the lease "image" for this session.  A lease
- * carried from 1.4 keeps the token its database's table counted apart
- * from other databases' tables (lease_v14.cpp): only that database's
- * sessions name it, or another table's holder would renew it.
- */
+/* Whether "token" names "image" of this node: another node id's is history only. */
 static bool
 NamesLease(const LeaseImage &image, int64 token)
 {
 	return image.magic == kLeaseImageMagic && image.token == token &&
-		(!(image.flags & kLeaseImported) || image.v14_database == MyDatabaseId);
+		image.node_id == g_settings.node_id;
 }
 
 /*
- * Lock held exclusively: the lease the token names, and whether the caller
- * may change it, in this order: held, the role, the connection, released,
- * the reported ID.  Raises no error.
+ * Lock held: the lease the token names, and whether the caller may change
+ * it (held, role, connection, released, reported ID, in this order).
  */
 static ChangeOutcome
 DecideChange(const LeaseTable *table, const ChangeRequest &request)
@@ -903,25 +694,45 @@ ReportRefusedChange(const ChangeOutcome &out, const ChangeRequest &request)
 		ReportBadLastId(out.last_id, request.last_id, out.image);
 }
 
-/* Takes the lock, decides, renews the lease if the caller may, releases the lock. */
+/*
+ * Takes the lock, decides, renews or releases the lease if the caller may
+ * (a release by another role revokes it), releases the lock.
+ */
 static ChangeOutcome
-RenewUnderLock(LeaseTable *table, const ChangeRequest &request)
+ChangeUnderLock(const ChangeRequest &request, bool renew)
 {
+	LeaseTable *table = request.table;
+
 	LockLeaseTableForChange(table);
 
 	ChangeOutcome out = DecideChange(table, request);
+	LeaseImage &image = out.image;
 
 	if (out.refusal == ChangeRefusal::kNone)
 	{
-		LeaseImage &image = out.image;
-		const int64 now_ms = NowUnixMs();
-
-		image.renewed_at = GetCurrentTimestamp();
-		image.not_after_ms = Max(image.not_after_ms, now_ms + image.window_ms);
 		if (out.last_id_ms != kNoTimestamp)
 			image.last_timestamp_ms = Max(image.last_timestamp_ms, out.last_id_ms);
+		if (renew)
+		{
+			image.renewed_at = GetCurrentTimestamp();
+			image.not_after_ms = Max(image.not_after_ms,
+									 TrustedNowUnixMs() + image.window_ms);
+		}
+		else
+		{
+			/* A revoker cannot know what the holder issued: the next starts above it all. */
+			if (image.holder_role != GetUserId())
+			{
+				image.last_timestamp_ms = Max(image.last_timestamp_ms,
+											  image.not_after_ms - 1);
+				image.flags |= kLeaseRevoked;
+			}
+			image.flags |= kLeaseReleased;
+			image.released_at = GetCurrentTimestamp();
+		}
 		out.change = CommitLeaseImage(table, out.index, &image,
-									  table->entries[out.index].connected, &out.lsn);
+									  renew && table->entries[out.index].connected,
+									  &out.lsn);
 	}
 	LWLockRelease(table->lock);
 	return out;
@@ -931,34 +742,26 @@ static Datum
 RenewResult(FunctionCallInfo fcinfo, const LeaseImage &image)
 {
 	const Datum not_after = TimestampTzGetDatum(UnixMsToTimestampTz(image.not_after_ms));
-	TupleDesc	tupdesc;
 	Datum		values[kRenewColumns];
 	bool		nulls[kRenewColumns] = {false};
 	int			i = 0;
 
-	if (get_call_result_type(fcinfo, nullptr, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
 	values[i++] = not_after;
 	nulls[i] = image.ttl_ms == 0; /* expires_at: only a time-scoped lease expires */
 	values[i++] = not_after;
 	values[i++] = TimestampTzGetDatum(image.renewed_at);
 	Assert(i == kRenewColumns);
-	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls));
+	return FormResultRow(fcinfo, values, nulls);
 }
 
 extern "C" Datum
 snowflake_renew_lease(PG_FUNCTION_ARGS)
 {
-	const char *caller = "snowflake_renew_lease()";
-
-	RefuseOutsidePrimaryBackend(caller);
-	RefuseInReadOnlyTransaction(caller);
-	LeaseTable *table = RequireLeaseTable();
-	const ChangeRequest request = ChangeArguments(fcinfo, caller);
+	const ChangeRequest request = ChangeArguments(fcinfo, "snowflake_renew_lease()");
 
 	CheckClientClock(ClientClockOf(fcinfo, 2));
 
-	const ChangeOutcome out = RenewUnderLock(table, request);
+	const ChangeOutcome out = ChangeUnderLock(request, true);
 
 	if (out.refusal == ChangeRefusal::kReleased)
 		ereport(ERROR,
@@ -972,50 +775,11 @@ snowflake_renew_lease(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(RenewResult(fcinfo, out.image));
 }
 
-/*
- * Takes the lock, decides, releases the lease if the caller may (revokes
- * it, for another role), releases the lock.
- */
-static ChangeOutcome
-ReleaseUnderLock(LeaseTable *table, const ChangeRequest &request)
-{
-	LockLeaseTableForChange(table);
-
-	ChangeOutcome out = DecideChange(table, request);
-
-	if (out.refusal == ChangeRefusal::kNone)
-	{
-		LeaseImage &image = out.image;
-
-		if (out.last_id_ms != kNoTimestamp)
-			image.last_timestamp_ms = Max(image.last_timestamp_ms, out.last_id_ms);
-		/*
-		 * Another role (a superuser) revokes the lease: it cannot know what
-		 * the holder issued, so the next holder starts above the whole window.
-		 */
-		if (image.holder_role != GetUserId())
-		{
-			image.last_timestamp_ms = Max(image.last_timestamp_ms, image.not_after_ms - 1);
-			image.flags |= kLeaseRevoked;
-		}
-		image.flags |= kLeaseReleased;
-		image.released_at = GetCurrentTimestamp();
-		out.change = CommitLeaseImage(table, out.index, &image, false, &out.lsn);
-	}
-	LWLockRelease(table->lock);
-	return out;
-}
-
 extern "C" Datum
 snowflake_release_lease(PG_FUNCTION_ARGS)
 {
-	const char *caller = "snowflake_release_lease()";
-
-	RefuseOutsidePrimaryBackend(caller);
-	RefuseInReadOnlyTransaction(caller);
-	LeaseTable *table = RequireLeaseTable();
-	const ChangeRequest request = ChangeArguments(fcinfo, caller);
-	const ChangeOutcome out = ReleaseUnderLock(table, request);
+	const ChangeRequest request = ChangeArguments(fcinfo, "snowflake_release_lease()");
+	const ChangeOutcome out = ChangeUnderLock(request, false);
 
 	if (out.refusal == ChangeRefusal::kReleased)
 		PG_RETURN_BOOL(false);
@@ -1025,7 +789,7 @@ snowflake_release_lease(PG_FUNCTION_ARGS)
 	 * window ends; a revocation must hold, so it is waited for.
 	 */
 	if (out.image.flags & kLeaseRevoked)
-		MakeLeaseChangeDurable(table, out.change, out.lsn);
+		MakeLeaseChangeDurable(request.table, out.change, out.lsn);
 	else
 		PublishLeaseChange(out.lsn);
 	PG_RETURN_BOOL(true);

@@ -3,18 +3,12 @@
  *	  snowflake_lease_list(): the rows of the view snowflake_leases, one per
  *	  worker id of the lease space ever leased.
  *
- * It shows a role what pg_stat_activity would: every lease to roles with
- * the privileges of pg_read_all_stats (pg_monitor has them), and to any
- * other role only the leases of roles whose privileges it has.  It runs
- * with its caller's rights and reads only shared memory.
- *
- * Every database of the server reads the same leases, whatever its
- * encoding, so the text shown is printable ASCII (core/holder_text.hpp).
- * Grants take no other holder, but a lease state written by an earlier
- * build of 1.5, from a SQL_ASCII or LATIN1 database, may hold any bytes:
- * each byte outside printable ASCII shows as '?', as PostgreSQL 15 shows a
- * non-ASCII application_name (16 and later escape it instead; this is one
- * rule on every version).
+ * A role sees what pg_stat_activity would show it: every lease with the
+ * privileges of pg_read_all_stats, else the leases of roles whose
+ * privileges it has.  Every database reads the same leases, so the text is
+ * printable ASCII; a lease state file may hold any bytes (grants refuse
+ * them, older builds did not): each other byte shows as '?', on every
+ * version, as PostgreSQL 15 shows a non-ASCII application_name.
  */
 extern "C"
 {
@@ -34,6 +28,7 @@ extern "C"
 #include "core/holder_text.hpp"
 #include "core/lease_rules.hpp"
 #include "pg/clock.hpp"
+#include "pg/clock_watch.hpp"
 #include "pg/leases/lease_table.hpp"
 #include "pg/timestamps.hpp"
 
@@ -42,7 +37,7 @@ extern "C"
 PG_FUNCTION_INFO_V1(snowflake_lease_list);
 }
 
-/* The columns of snowflake_lease_list(), as snowflake--1.5.sql declares them. */
+/* The columns of snowflake_lease_list(), as snowflake--1.6.sql declares them. */
 static constexpr int kLeaseListColumns = 17;
 
 static const char *
@@ -134,7 +129,7 @@ snowflake_lease_list(PG_FUNCTION_ARGS)
 	memcpy(entries, table->entries, sizeof(LeaseEntry) * table->count);
 	LWLockRelease(table->lock);
 
-	const int64 now_ms = NowUnixMs();
+	const int64 now_ms = TrustedNowUnixMs();
 	const bool sees_all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
 
 	for (uint32 i = 0; i < table->count; i++)

@@ -10,6 +10,7 @@ extern "C"
 #include <cstdio>
 
 #include "pg/durable_file.hpp"
+#include "pg/leases/lease_file.hpp"
 #include "pg/leases/lease_space.hpp"
 #include "pg/settings.hpp"
 
@@ -30,6 +31,7 @@ CheckLeaseSpaceOfDataDirectory(void)
 	char detail[kStateProblemSize];
 	int64 fields[2];
 
+	NoteLeaseFileStart();
 	DataDirectoryFile(kLeaseSpaceFileName, path);
 	if (!ReadStateFile(path, "lease space", fields, 2, kLeaseSpaceHint))
 	{

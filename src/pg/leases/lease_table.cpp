@@ -1,19 +1,7 @@
 /*
  * lease_table.cpp
- *	  The lease table in shared memory, its file, and its WAL records (see
- *	  lease_table.hpp).
- *
- * The file's format and loading are in lease_file.cpp.  Changes write an
- * entry's block in place; a grant that raises the largest token writes the
- * header too, before its image, so the header's token is a lower bound that
- * the grant's fsync makes durable with it.
- *
- * The first change of a run settles the table: it raises the largest token
- * to this timeline's range (after a promotion), logs every entry again (a
- * crash can lose the records of changes the file kept: standbys then catch
- * up), and, when the start needs it (lease_table.hpp), first moves the
- * not_after of every lease not released to now + its window, since
- * renewals are not waited for.  It then clears the header's pending settle.
+ *	  The lease table in shared memory, its changes and its WAL records (see
+ *	  lease_table.hpp; the file's format and loading are in lease_file.cpp).
  */
 extern "C"
 {
@@ -35,19 +23,20 @@ extern "C"
 #include <unistd.h>
 
 #include "pg/clock.hpp"
+#include "pg/clock_watch.hpp"
 #include "pg/durable_file.hpp"
 #include "pg/leases/lease_file.hpp"
 #include "pg/leases/lease_table.hpp"
+#include "pg/primary_settings.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
 #include "pg/sync_standbys.hpp"
+#include "pg/timestamps.hpp"
 #include "pg/wal.hpp"
 
 static constexpr const char *kLeaseTrancheName = "snowflake leases";
 
 static LeaseTable *lease_table = nullptr;
-static shmem_request_hook_type prev_shmem_request_hook = nullptr;
-static shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
 
 /* This process's descriptor of the file, opened on first use. */
 static int	lease_fd = -1;
@@ -62,20 +51,18 @@ LeaseTableSize(void)
 					mul_size(static_cast<Size>(g_settings.lease_workers), sizeof(LeaseEntry)));
 }
 
-static void
-LeaseFilePath(char *path)
+static bool
+EverLeased(const LeaseImage &image)
 {
-	DataDirectoryFile(kLeaseStateFileName, path);
+	return image.magic == kLeaseImageMagic && image.token != 0;
 }
-
-/* What an entry says: the helpers the lease functions and the view share. */
 
 LeaseState
 StateOfLease(const LeaseEntry &entry, int64 now_ms)
 {
 	const LeaseImage &image = entry.image;
 
-	if (image.magic != kLeaseImageMagic || image.token == 0)
+	if (!EverLeased(image))
 		return LeaseState::kNeverLeased;
 	if (image.flags & kLeaseReleased)
 		return LeaseState::kReleased;
@@ -98,12 +85,44 @@ HeldByThisBackend(const LeaseEntry &entry)
 }
 
 bool
-LeaseImageMadeUnder(const LeaseImage &image, const snowflake::Layout &layout, int node_id)
+LeaseImageOfLayout(const LeaseImage &image, const snowflake::Layout &layout)
 {
-	return image.node_id == node_id && image.layout_epoch_ms == layout.epoch_ms &&
+	return image.layout_epoch_ms == layout.epoch_ms &&
 		image.layout_node_bits == layout.node_bits &&
 		image.layout_worker_bits == layout.worker_bits &&
 		image.layout_sequence_bits == layout.sequence_bits;
+}
+
+snowflake::LeaseHistory
+LeaseHistoryOf(const LeaseEntry &entry, int64 now_ms)
+{
+	const LeaseImage &image = entry.image;
+	snowflake::LeaseHistory history{};
+
+	history.ever_leased = EverLeased(image);
+	if (!history.ever_leased)
+		return history;
+	history.held = LeaseIsHeld(entry, now_ms);
+	history.released = (image.flags & kLeaseReleased) != 0;
+	history.not_before_ms = image.not_before_ms;
+	history.not_after_ms = image.not_after_ms;
+	history.last_timestamp_ms = image.last_timestamp_ms;
+	history.free_since_ms = history.released ? TimestampTzToUnixMs(image.released_at) :
+											   image.not_after_ms;
+	return history;
+}
+
+int64
+LeaseMayIssueUntilMs(const LeaseImage &image, bool settling, int64 now_ms)
+{
+	snowflake::LeaseHistory history = LeaseHistoryOf({image, false}, now_ms);
+
+	if (!history.ever_leased)
+		return 0;
+	if (settling && !history.released)
+		history.not_after_ms = Max(image.not_after_ms, now_ms + image.window_ms);
+	/* The next holder starts above everything this one may issue. */
+	return snowflake::NextNotBefore(history, 0);
 }
 
 Datum
@@ -115,11 +134,7 @@ IntervalMsDatum(int64 ms)
 	return IntervalPGetDatum(interval);
 }
 
-/*
- * on_shmem_exit callback of the postmaster: at a normal exit (code 0),
- * after every other process, makes the file durable and marks the shutdown
- * clean, so that the next start needs no settling bump.
- */
+/* on_shmem_exit of the postmaster: a normal exit (code 0) needs no settle next. */
 static void
 MarkCleanShutdown(int code, Datum arg)
 {
@@ -128,22 +143,18 @@ MarkCleanShutdown(int code, Datum arg)
 		MarkLeaseFileClean(lease_table);
 }
 
-static void
+void
 RequestLeaseTable(void)
 {
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
 	RequestAddinShmemSpace(LeaseTableSize());
 	RequestNamedLWLockTranche(kLeaseTrancheName, 2);
 }
 
-static void
+void
 StartLeaseTable(void)
 {
 	bool		found;
 
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
 	lease_table = nullptr;
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
@@ -158,7 +169,12 @@ StartLeaseTable(void)
 		table->lock = &locks[0].lock;
 		table->sync_lock = &locks[1].lock;
 		table->first_worker_id = SessionWorkerIds();
-		table->count = static_cast<uint32>(g_settings.lease_workers);
+		/*
+		 * pg_upgrade's starts lease nothing, and leave the lease state as
+		 * they found it: the guard tells a carried one by that
+		 * (data_directory.cpp).
+		 */
+		table->count = IsBinaryUpgrade ? 0 : static_cast<uint32>(g_settings.lease_workers);
 		pg_atomic_init_u64(&table->written_change, 0);
 		if (table->count > 0)
 		{
@@ -172,15 +188,6 @@ StartLeaseTable(void)
 	}
 	LWLockRelease(AddinShmemInitLock);
 	lease_table = table;
-}
-
-void
-InstallLeaseTableHooks(void)
-{
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = RequestLeaseTable;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = StartLeaseTable;
 }
 
 LeaseTable *
@@ -202,7 +209,7 @@ LeaseFile(void)
 	{
 		char		path[MAXPGPATH];
 
-		LeaseFilePath(path);
+		DataDirectoryFile(kLeaseStateFileName, path);
 		lease_fd = BasicOpenFile(path, O_RDWR | PG_BINARY);
 		if (lease_fd < 0)
 			ereport(ERROR, (errcode_for_file_access(),
@@ -223,24 +230,6 @@ WriteImage(const LeaseImage &image)
 				  static_cast<off_t>(image.worker_id) * kLeaseBlockSize) == kLeaseBlockSize;
 }
 
-/*
- * Writes back the block of worker id "worker_id" as "image" holds it (an
- * entry never leased in this layout: as an empty block).
- */
-static bool
-WriteBlockOf(const LeaseImage &image, uint32 worker_id)
-{
-	LeaseImage	empty;
-
-	if (image.magic == kLeaseImageMagic)
-		return WriteImage(image);
-	memset(&empty, 0, sizeof(empty));
-	empty.magic = kLeaseEmptyMagic;
-	empty.worker_id = worker_id;
-	empty.crc = LeaseImageCrc(empty);
-	return WriteImage(empty);
-}
-
 static XLogRecPtr
 LogImage(const LeaseImage &image)
 {
@@ -259,10 +248,13 @@ ReportWriteFailure(void)
 }
 
 /*
- * Lock held exclusively.  Once per run, before the first change: settles
- * the table (see the header comment).  Its writes reach the disk with the
- * next fsync of the file; a crash of the machine before that settles
- * again at the next start (another boot id).
+ * Lock held exclusively.  Once per run, before the first change: raises
+ * the largest token, moves the not_after of every lease not released to
+ * now + its window if the start needs it (lease_table.hpp), logs every
+ * entry again (a crash can lose the records of changes the file kept:
+ * standbys catch up), and clears the header's pending settle.  Its writes
+ * reach the disk with the next fsync; a crash of the machine before that
+ * settles again at the next start (another boot id).
  */
 static void
 SettleOncePerRun(LeaseTable *table)
@@ -273,15 +265,12 @@ SettleOncePerRun(LeaseTable *table)
 		return;
 	}
 
+	/*
+	 * The raw clock: a token only has to be larger than earlier ones, and a
+	 * clock stepped ahead only makes it larger (no ID carries it).
+	 */
 	const int64 now_ms = NowUnixMs();
 
-	/*
-	 * Each run's tokens lie above every token another server with the same
-	 * history can have granted since its last start: an old primary whose
-	 * grants a promoted asynchronous standby never saw, or whose grants a
-	 * restored backup or a copy of its data directory lacks, on any
-	 * timeline (lease_table.hpp).
-	 */
 	if (now_ms > 0)
 		table->last_token = Max(table->last_token, now_ms * kTokensPerMs);
 
@@ -342,8 +331,11 @@ CommitLeaseImage(LeaseTable *table, uint32 index, LeaseImage *image, bool connec
 	{
 		int			saved_errno = errno;
 
-		/* Put the old block back: it must stay readable. */
-		(void) WriteBlockOf(table->entries[index].image, image->worker_id);
+		const LeaseImage &old = table->entries[index].image;
+
+		/* Put the old block back (an entry never leased: empty): it must stay readable. */
+		(void) WriteImage(
+			old.magic == kLeaseImageMagic ? old : EmptyLeaseImage(image->worker_id));
 		errno = saved_errno;
 		ReportWriteFailure();
 	}
@@ -399,9 +391,8 @@ PublishLeaseChange(XLogRecPtr lsn)
 }
 
 /*
- * before_shmem_exit callback: the backend's connection ends, and with it
- * its connection-scoped leases.  Nothing durable changes: after a restart
- * no connection of the earlier run is taken for alive anyway.
+ * before_shmem_exit: the backend's connection-scoped leases end.  Nothing
+ * durable changes: no connection of an earlier run is taken for alive.
  */
 static void
 EndConnectionLeases(int code, Datum arg)
@@ -435,21 +426,25 @@ WatchConnectionLeases(void)
 	}
 }
 
-static LeaseImage
-ReadLeaseRecord(XLogReaderState *record)
+void
+ReplayLeaseRecord(XLogReaderState *record)
 {
 	LeaseImage	image;
 
 	CopyWalRecordBody(record, "LEASE", &image, sizeof(image));
 	if (image.crc != LeaseImageCrc(image))
 		elog(PANIC, "snowflake LEASE record has a wrong checksum");
-	return image;
-}
 
-void
-ReplayLeaseRecord(XLogReaderState *record)
-{
-	LeaseImage	image = ReadLeaseRecord(record);
+	/*
+	 * A standby stops, rather than drop a lease it cannot apply.  Images of
+	 * ids never leased, and history of another layout (the layout file
+	 * checks that), apply or not as before.
+	 */
+	if (EverLeased(image) && LeaseImageOfLayout(image, g_settings.layout))
+		CheckLeaseRecordApplies({image.worker_id, image.node_id,
+								 (image.flags & kLeaseReleased) == 0 &&
+									 image.not_after_ms > TrustedNowUnixMs()});
+
 	LeaseTable *table = RequireLeaseTable();
 
 	LWLockAcquire(table->lock, LW_EXCLUSIVE);
@@ -463,14 +458,14 @@ ReplayLeaseRecord(XLogReaderState *record)
 
 	/*
 	 * Apply an image newer than the entry's, of this server's lease space
-	 * and layout (a standby runs with its primary's); the file keeps what
-	 * replay skips after a restart.
+	 * and layout (a standby runs with its primary's), whatever its node id:
+	 * a worker id's windows follow one another across node ids.  The file
+	 * keeps what replay skips after a restart.
 	 */
 	uint32		index = image.worker_id - table->first_worker_id;
 	LeaseEntry *entry = image.worker_id >= table->first_worker_id && index < table->count ?
 		&table->entries[index] : nullptr;
-	bool		apply = entry != nullptr &&
-		LeaseImageMadeUnder(image, g_settings.layout, g_settings.node_id) &&
+	bool apply = entry != nullptr && LeaseImageOfLayout(image, g_settings.layout) &&
 		(entry->image.magic != kLeaseImageMagic || image.change > entry->image.change);
 
 	/*

@@ -4,98 +4,70 @@
  *	  lease space, in shared memory, kept the way the reservation is kept.
  *
  * Every change of an entry (a grant, a renewal, a release) is a complete
- * new image of that entry, numbered by a server-wide change counter.  It is
- *	- written into $PGDATA/snowflake.lease_state, at the entry's own 512-byte
- *	  block;
- *	- WAL-logged with the extension's resource manager, so standbys replay
- *	  it (and write their own file), and a promoted standby knows it;
- *	- published in shared memory.
- * Replay applies an image only if its change number is newer than the
- * entry's: the file and the WAL may each be ahead of the other.
+ * new image of it, numbered by a server-wide change counter, written into
+ * the entry's 512-byte block of $PGDATA/snowflake.lease_state, WAL-logged
+ * (standbys replay it and write their own file) and published.  Replay
+ * applies an image only if its change number is newer than the entry's:
+ * the file and the WAL may each be ahead of the other.  None of it is
+ * transactional.
  *
- * What must survive a crash or a failover before the caller sees it: a
- * grant (its token and window) and a revocation.  Those are fsynced, and
- * with synchronous standbys flushed and confirmed.  A renewal or a release
- * by its holder is written with pwrite() and WAL-logged, but neither
- * fsynced nor flushed.  What can lose such a write:
- *	- a crash of PostgreSQL alone (a backend killed, the postmaster's crash
- *	  restart, kill -9 of the postmaster and a start on the same machine)
- *	  cannot: the kernel's page cache outlives the processes, so the file
- *	  is complete, and the WAL redo of a crash restart finds nothing newer
- *	  than the file (every image is written before it is logged);
- *	- a crash of the machine can: the page cache is lost;
- *	- a promotion can: the standby misses the records it had not received;
- *	- a copy of the data directory can: a backup (restored with its
- *	  backup_label, or as a standby or a point-in-time recovery), a
- *	  snapshot, pg_basebackup.
- * For those, the first change of the run "settles" the table, taking every
- * lease not released to have been renewed then (its not_after moves to
- * now + its window).  That covers whatever a lost renewal could have
- * promised, and a lost release only keeps a worker id taken a little
- * longer.  The header (block 0; worker id 0 always belongs to sessions)
- * tells which start needs it: it records whether the last shutdown was
- * clean, and the kernel's boot id of the last start
- * (/proc/sys/kernel/random/boot_id).  A start settles if
- *	- the last shutdown was not clean and the boot id differs (the machine
- *	  restarted since, or the file came from another machine: a restored
- *	  backup, a copied snapshot) or cannot be read (then every start after
- *	  a crash settles);
- *	- standby.signal, recovery.signal or backup_label is present (a standby,
- *	  a point-in-time recovery, a restored backup; a standby settles once
- *	  promoted);
- *	- the header says a settle is pending: it is written at a start that
- *	  needs one, and cleared by the settle, so a crash in between (a
- *	  promoted standby that crashes before its first change) settles again;
+ * A grant (its token and window) and a revocation must survive a crash or
+ * a failover before the caller sees them: they are fsynced, and with
+ * synchronous standbys flushed and confirmed.  A renewal or a release by
+ * its holder is written with pwrite() and WAL-logged only.  A crash of
+ * PostgreSQL alone (a killed backend, a crash restart, kill -9 of the
+ * postmaster) cannot lose it: the page cache outlives the processes, and
+ * every image is written before it is logged.  A crash of the machine, a
+ * promotion (records not received) or a copy of the data directory (a
+ * backup, a snapshot, pg_basebackup) can.  For those, the first change of
+ * the run "settles" the table: every lease not released is taken to have
+ * been renewed then (not_after = now + its window), which covers what a
+ * lost renewal promised; a lost release only keeps a worker id taken a
+ * little longer.  The header (block 0; worker id 0 is always a session's)
+ * records whether the last shutdown was clean, and the node id and the
+ * kernel's boot id of the last start.  A start settles if
+ *	- the last shutdown was not clean and the boot id differs (a restart of
+ *	  the machine, or a file from another one) or cannot be read;
+ *	- standby.signal, recovery.signal or backup_label is present (a standby
+ *	  settles once promoted);
+ *	- the header says a settle is pending: written at a start that needs
+ *	  one, cleared by the settle, so a crash in between settles again;
  *	- redo applied an image newer than the file's (the file lost a write).
- * Not caught: a snapshot of the data directory restored on the same
- * machine in the same boot, without a backup_label: it looks like a crash
- * restart.  Restore such a snapshot as a backup (docs/leases.md).
- * pg_upgrade needs the old cluster stopped cleanly, and the operator
- * copies its file into the new data directory (data_directory.cpp; the
- * binary-upgrade start itself creates no file): clean, so nothing to
- * settle, though the boot id may differ.  A lease that expired
- * before a crash that needs no settle stays expired.
+ * Not caught: a snapshot restored on the same machine in the same boot
+ * without a backup_label looks like a crash restart; docs/leases.md says to
+ * restore it as a backup.  pg_upgrade needs a clean stop of the old
+ * cluster, whose file the operator copies (data_directory.cpp): nothing to
+ * settle.  A lease that expired before a crash that needs no settle stays
+ * expired.
  *
- * Tokens: every grant's token is one above the largest the server knows,
- * from the file's blocks, its header (a lower bound written at each grant,
- * at each settle and at a clean shutdown) and the replayed records.  The
- * first change of each run raises the largest to at least the Unix
- * millisecond of that moment times kTokensPerMs.  A promoted asynchronous
- * standby may have missed some of the old primary's grants, and a restored
- * backup or a copied data directory lacks those made after the copy; every
- * one of those lies below, unless the old server granted more than
- * kTokensPerMs a millisecond on average since its own last start (each
- * grant is fsynced), or the new one's clock is behind the old one's by
- * more than the time between the old one's last start and the new one's
- * start.  The timeline alone would not do: two standbys of one primary,
- * promoted one after the other without a shared WAL archive, both pick
- * the same next timeline, and a restored backup keeps the timeline.
+ * Tokens: a grant's token is one above the largest the server knows, from
+ * the blocks, the header (a lower bound written at each grant, settle and
+ * clean shutdown) and the replayed records.  The first change of each run
+ * raises the largest to at least that Unix millisecond times kTokensPerMs,
+ * above every token of a promoted asynchronous standby's missed grants or
+ * of those a restored copy lacks, unless the old server granted more than
+ * kTokensPerMs a millisecond since its own last start, or the new clock is
+ * behind the old by more than the time between the two starts.  The
+ * timeline would not do: two standbys promoted one after the other without
+ * a shared archive pick the same one, and a restored backup keeps it.
  *
  * A damaged file stops the start (FATAL): a block with a wrong checksum, of
- * another worker id, of zeros, or not a lease image, and a header that is
- * not valid.  No valid file has a block of zeros: every block is written
- * when the file is created or grows, as an "empty" image with a CRC.  A file
- * of version 1.5 (header "SLH1", zero blocks for ids never leased) is read
- * once by that version's rules and rewritten in this format.
+ * another worker id, of zeros or not an image, a header not valid, an
+ * empty file outside a new data directory.  Every block is written (as an
+ * "empty" image with a CRC) when the file is created or grows.
  *
- * None of it is transactional: once a caller could have seen a change, no
- * rollback undoes it.  Tokens come from a counter that the images and the
- * header carry, so none is ever handed out twice, across crashes too.
+ * A worker id's block holds its last lease whatever the node id: a lease
+ * of an earlier node id is kept, not renewed, and bounds the next window,
+ * so a node id changed and changed back never leases over a live window.
  *
  * Locking: one LWLock guards the entries, held for a few microseconds per
  * change (copy, write into the page cache, WAL insert); the fsync and the
- * wait for synchronous standbys happen after it is released.
- *
- * Errors and the lock: the lease functions never raise an error while they
- * hold it.  Each takes it in one function that decides (and commits the
- * change, if any), returns the outcome as plain data and releases it; the
- * caller reports from that outcome, then makes the change durable and
- * builds its row.  Nothing under the lock allocates memory (timestamps are
- * formatted for messages after the release) or reads the catalogs.  The
- * one exception is a failed write of the file in lease_table.cpp (in
- * LockLeaseTableForChange(), CommitLeaseImage() and redo): that ERROR
- * leaves the release to abort processing (LWLockReleaseAll), as any ERROR
- * does.
+ * wait for standbys come after its release.  No lease function raises an
+ * error, allocates memory or reads the catalogs while it holds it: each
+ * takes it in one function that decides and commits, returning the outcome
+ * as plain data.  The one exception is a failed write of the file here (in
+ * LockLeaseTableForChange(), CommitLeaseImage() and redo), whose ERROR
+ * leaves the release to abort processing (LWLockReleaseAll).
  */
 #ifndef SNOWFLAKE_PG_LEASE_TABLE_HPP
 #define SNOWFLAKE_PG_LEASE_TABLE_HPP
@@ -125,8 +97,7 @@ constexpr int kLeaseBlockSize = 512;
 
 /* Image flags. */
 constexpr uint32 kLeaseReleased = 0x1;	/* released (or revoked) */
-constexpr uint32 kLeaseRevoked = 0x2;	/* released by another role */
-constexpr uint32 kLeaseImported = 0x4;	/* carried over from version 1.4 */
+constexpr uint32 kLeaseRevoked = 0x2;   /* released by another role */
 
 /*
  * One worker id's last lease, as the file and the WAL carry it.  Plain
@@ -143,12 +114,7 @@ struct LeaseImage
 	Oid			holder_role;	/* current_user of the grant */
 	int32		backend_pid;	/* connection-scoped: the holding backend ... */
 	TimestampTz backend_start;	/* ... its start ... */
-	union
-	{
-		pg_uuid_t	instance_id;	/* ... and the run of the server */
-		Oid			v14_database;	/* kLeaseImported: the database whose 1.4
-									 * table held it (lease_v14.cpp) */
-	};
+	pg_uuid_t instance_id;      /* ... and the run of the server */
 	int64		ttl_ms;			/* 0: connection-scoped */
 	int64		window_ms;		/* the ttl, or the connection window */
 	int64		layout_epoch_ms;	/* the layout of the grant */
@@ -185,6 +151,8 @@ struct LeaseFileHeader
 	uint32		clean;			/* 1: written at a clean shutdown */
 	uint32		settle;			/* 1: the next change settles, whatever clean says */
 	uint32		blocks;			/* blocks written whole, this one included */
+	int32 node_id;              /* snowflake.node_id at the last start */
+	int32 padding;
 	int64		last_token;		/* at least the largest token granted */
 	uint64		last_change;	/* at least the largest change number written */
 	char		boot_id[kBootIdSize];	/* the machine's boot at the last start; "" unknown */
@@ -192,13 +160,10 @@ struct LeaseFileHeader
 };
 
 static_assert(sizeof(LeaseFileHeader) <= kLeaseBlockSize, "the header must fit its block");
-static_assert(offsetof(LeaseFileHeader, crc) == 72,
+static_assert(offsetof(LeaseFileHeader, crc) == 80,
 			  "test/perl/SnowflakeLeaseFile.pm knows it");
 
-constexpr uint32 kLeaseHeaderMagic = 0x534c4832;	/* "SLH2" */
-
-/* Version 1.5's header: magic, clean, CRC; zero blocks for ids never leased. */
-constexpr uint32 kLeaseHeaderMagicV15 = 0x534c4831;	/* "SLH1" */
+constexpr uint32 kLeaseHeaderMagic = 0x534c4833; /* "SLH3" */
 
 /*
  * How many tokens a millisecond of wall-clock time makes room for, after a
@@ -234,8 +199,9 @@ struct LeaseTable
 	LeaseEntry	entries[FLEXIBLE_ARRAY_MEMBER];
 };
 
-/* Installs the shared-memory hooks of the lease table; _PG_init. */
-void		InstallLeaseTableHooks(void);
+/* Its part of the shared-memory hooks, which module.cpp installs (after the shared state's). */
+void		RequestLeaseTable(void);
+void		StartLeaseTable(void);
 
 /* The lease table; ERROR if the library was not preloaded. */
 LeaseTable *RequireLeaseTable(void);
@@ -258,51 +224,47 @@ LeaseState	StateOfLease(const LeaseEntry &entry, int64 now_ms);
 /* Whether the entry's lease is held now (StateOfLease() is kHeld). */
 bool		LeaseIsHeld(const LeaseEntry &entry, int64 now_ms);
 
+/* The entry as the core's rules read it. */
+snowflake::LeaseHistory LeaseHistoryOf(const LeaseEntry &entry, int64 now_ms);
+
 /* Whether the entry is a connection-scoped lease of this backend, still held. */
 bool		HeldByThisBackend(const LeaseEntry &entry);
 
-/* Whether an image was made under "layout" by node "node_id". */
-bool		LeaseImageMadeUnder(const LeaseImage &image, const snowflake::Layout &layout,
-								int node_id);
+/* Whether an image was made under "layout", by any node id. */
+bool LeaseImageOfLayout(const LeaseImage &image, const snowflake::Layout &layout);
+
+/*
+ * The last Unix ms in which the holder of "image" may issue IDs: its
+ * not_after, or where it said it stopped (released by itself); with
+ * "settling", an unreleased lease may have been renewed up to now plus its
+ * window.  0 for an empty block.
+ */
+int64 LeaseMayIssueUntilMs(const LeaseImage &image, bool settling, int64 now_ms);
 
 /* The interval of "ms" milliseconds, as a Datum (palloc'd). */
 Datum		IntervalMsDatum(int64 ms);
 
-/*
- * Takes the table's lock exclusively for a change, settling the table
- * first if this is the first change of the run (see above): callers read
- * the entries they change only after this.
- */
+/* Takes the lock exclusively, settling first at the run's first change (see above). */
 void		LockLeaseTableForChange(LeaseTable *table);
 
 /*
- * Makes "image" (a copy of the entry at "index", changed by the caller, who
- * took the lock with LockLeaseTableForChange()) the entry's new state: numbers it,
- * writes it into the file, WAL-logs it and publishes it.  Returns the
- * change number and sets *lsn to the record's position; the caller then
- * releases the lock and calls MakeLeaseChangeDurable().
+ * Makes "image", a changed copy of entry "index" (lock taken with
+ * LockLeaseTableForChange()), its new state: numbered, written, WAL-logged
+ * and published.  Returns the change number; *lsn is the record's.
  */
 uint64		CommitLeaseImage(LeaseTable *table, uint32 index, LeaseImage *image,
 							 bool connected, XLogRecPtr *lsn);
 
 /*
- * Returns once change "change" (record at "lsn") survives a crash: the
- * file is fsynced up to it and, with synchronous standbys, the WAL is
- * flushed and confirmed by them.  For grants and revocations; call without
- * the table's lock.
+ * Returns once change "change" (record at "lsn") survives a crash: file
+ * fsynced, WAL confirmed by synchronous standbys if any.  Without the lock.
  */
 void		MakeLeaseChangeDurable(LeaseTable *table, uint64 change, XLogRecPtr lsn);
 
-/*
- * For a renewal or a release by its holder: lets the WAL writer ship the
- * record (at "lsn") to standbys soon, without waiting (see above).
- */
+/* A renewal or a holder's release: the WAL writer ships "lsn" soon, unwaited. */
 void		PublishLeaseChange(XLogRecPtr lsn);
 
-/*
- * Registers, once per backend, the exit callback that marks the backend's
- * connection-scoped leases as ended.
- */
+/* Registers, once per backend, the exit callback that ends its connection leases. */
 void		WatchConnectionLeases(void);
 
 /* Redo of a LEASE record. */

@@ -1,7 +1,7 @@
 /*
  * timestamp_rewrite.cpp
- *	  The planner hook that turns a comparison of an ID's timestamp into a
- *	  range of the ID.
+ *	  The planner hook's (module.cpp) rewrite of a comparison of an ID's
+ *	  timestamp into a range of the ID.
  *
  * PostgreSQL gives a support function no way to see the comparison around
  * a call (snowflake_timestamp(id) >= x is an OpExpr of timestamptz's own
@@ -30,30 +30,13 @@ extern "C"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"	/* contain_volatile_functions */
-#include "optimizer/planner.h"
 #include "utils/lsyscache.h"
 }
 
 #include "pg/planner/extension_functions.hpp"
 #include "pg/planner/timestamp_rewrite.hpp"
 #include "pg/settings.hpp"
-
-/*
- * PostgreSQL 16 made the tree walkers macros that cast their callback;
- * before, they take an unprototyped function pointer.  copyObject() uses
- * typeof, which C++ lacks.
- */
-#if PG_VERSION_NUM >= 160000
-#define AS_WALKER(fn) (fn)
-#define AS_MUTATOR(fn) (fn)
-#else
-/* Through void (*)(void), which -Wcast-function-type lets match any type. */
-#define AS_WALKER(fn) reinterpret_cast<bool (*)()>(reinterpret_cast<void (*)(void)>(fn))
-typedef Node *MutatorResult;
-using MutatorWithoutPrototype = MutatorResult (*)();
-#define AS_MUTATOR(fn) \
-	reinterpret_cast<MutatorWithoutPrototype>(reinterpret_cast<void (*)(void)>(fn))
-#endif
+#include "pg/tree_walkers.hpp"
 
 namespace {
 
@@ -62,8 +45,6 @@ CopyNode(const Node *node)
 {
 	return static_cast<Node *>(copyObjectImpl(node));
 }
-
-planner_hook_type previous_planner_hook = nullptr;
 
 /* The ID inside snowflake_timestamp(id) or (snowflake_decode(id)).ts. */
 Node *
@@ -348,6 +329,8 @@ MayCallUserFunctionWalker(Node *node, void *context)
 	return expression_tree_walker(node, AS_WALKER(MayCallUserFunctionWalker), context);
 }
 
+}							/* namespace */
+
 void
 RewriteTimestampComparisons(Query *parse)
 {
@@ -370,36 +353,4 @@ RewriteTimestampComparisons(Query *parse)
 	if (fns != nullptr)
 		(void) RewriteQueryWalker(reinterpret_cast<Node *>(parse),
 								  const_cast<ExtensionFunctions *>(fns));
-}
-
-#if PG_VERSION_NUM >= 190000
-/* 19 hands the planner the EXPLAIN that asked for the plan, if any. */
-PlannedStmt *
-SnowflakePlanner(Query *parse, const char *query_string, int cursor_options,
-				 ParamListInfo bound_params, ExplainState *es)
-{
-	RewriteTimestampComparisons(parse);
-	if (previous_planner_hook != nullptr)
-		return previous_planner_hook(parse, query_string, cursor_options, bound_params, es);
-	return standard_planner(parse, query_string, cursor_options, bound_params, es);
-}
-#else
-PlannedStmt *
-SnowflakePlanner(Query *parse, const char *query_string, int cursor_options,
-				 ParamListInfo bound_params)
-{
-	RewriteTimestampComparisons(parse);
-	if (previous_planner_hook != nullptr)
-		return previous_planner_hook(parse, query_string, cursor_options, bound_params);
-	return standard_planner(parse, query_string, cursor_options, bound_params);
-}
-#endif
-
-}							/* namespace */
-
-void
-InstallTimestampRewrite(void)
-{
-	previous_planner_hook = planner_hook;
-	planner_hook = SnowflakePlanner;
 }

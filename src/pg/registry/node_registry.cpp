@@ -30,9 +30,7 @@ extern "C"
 #include "postmaster/interrupt.h"
 #include "postmaster/postmaster.h"	/* PostPortNumber */
 #include "storage/ipc.h"            /* before_shmem_exit, proc_exit */
-#include "storage/latch.h"
 #include "storage/spin.h"
-#include "tcop/tcopprot.h"	/* die */
 #include "utils/backend_status.h"	/* pgstat_report_appname */
 #include "utils/builtins.h"         /* text datums */
 #include "utils/guc.h"
@@ -48,10 +46,15 @@ extern "C"
 #include "pg/clock.hpp"
 #include "pg/extension_table.hpp"
 #include "pg/old_versions.hpp"
+#include "pg/registry/clock_skew.hpp"
 #include "pg/registry/node_registry.hpp"
+#include "pg/registry/nodes_table.hpp"
 #include "pg/registry/registry_slots.hpp"
+#include "pg/registry/replication_check.hpp"
+#include "pg/registry/split_brain.hpp"
 #include "pg/settings.hpp"
 #include "pg/timestamps.hpp"
+#include "pg/worker_exit.hpp"
 
 
 namespace {
@@ -68,12 +71,6 @@ struct PeerBeat
 	bool		seen;			/* in the current round */
 };
 
-/*
- * A peer counts as running while its count grew within this many of our
- * intervals: heartbeats arrive through replication, in bursts.
- */
-constexpr int kRunningWindowIntervals = 3;
-
 PeerBeat	peers[kMaxPeers];
 int			peer_count = 0;
 
@@ -83,39 +80,6 @@ char my_database[NAMEDATALEN] = "";
 
 /* Rounds this worker completed: until a full window, it may not clear a finding. */
 int rounds_completed = 0;
-
-/* snowflake_nodes as the extension's script created it (1.2 on). */
-enum NodeColumn
-{
-	kNodeId,
-	kInstanceId,
-	kSystemIdentifier,
-	kTimeline,
-	kHost,
-	kPort,
-	kDataDirectory,
-	kStartedAt,
-	kLastSeen,
-	kBeats,
-	kNodeColumnCount,
-};
-
-const ExtensionColumn kNodeColumns[kNodeColumnCount] = {
-	{"node_id", INT4OID},
-	{"instance_id", UUIDOID},
-	{"system_identifier", TEXTOID},
-	{"timeline", INT4OID},
-	{"host", TEXTOID},
-	{"port", INT4OID},
-	{"data_directory", TEXTOID},
-	{"started_at", TIMESTAMPTZOID},
-	{"last_seen", TIMESTAMPTZOID},
-	{"beats", INT8OID},
-};
-
-/* The primary key is (node_id, instance_id). */
-const ExtensionTableShape kNodesShape = {"snowflake_nodes", kNodeColumns, kNodeColumnCount,
-										 2};
 
 /*
  * Rewrites this instance's row, adding one beat.  Delete and insert, not
@@ -151,6 +115,8 @@ Heartbeat(SharedState *state, const ExtensionTable *nodes)
 	row[kStartedAt] = TimestampTzGetDatum(UnixMsToTimestampTz(state->started_unix_ms));
 	row[kLastSeen] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()); /* now() */
 	row[kBeats] = Int64GetDatum(beats + 1);
+	if (NodesCarryClock(nodes))
+		FillHeartbeatClock(row);
 	InsertExtensionTableRow(&write, row);
 	EndExtensionTableWrite(&write);
 }
@@ -240,10 +206,10 @@ FindRunningPeer(SharedState *state, const ExtensionTable *nodes)
  * worker cannot run.
  */
 void
-PublishFinding(SharedState *state, const PeerBeat *running_peer)
+PublishFinding(SharedState *state, const SplitBrainPeer *running_peer)
 {
 	bool		collision = running_peer != nullptr;
-	bool		was = pg_atomic_read_u32(&state->node_collision) != 0;
+	bool was = (pg_atomic_read_u32(&state->registry_findings) & kFindingNodeCollision) != 0;
 	bool any = false;
 	/*
 	 * A worker that has not yet watched a full running window (its first
@@ -263,23 +229,28 @@ PublishFinding(SharedState *state, const PeerBeat *running_peer)
 	if (collision)
 	{
 		SpinLockAcquire(&state->collision_mutex);
-		strlcpy(state->collision_instance, running_peer->instance_id,
-				sizeof(state->collision_instance));
-		strlcpy(state->collision_detail, running_peer->description,
+		strlcpy(state->collision_client, running_peer->client,
+				sizeof(state->collision_client));
+		strlcpy(state->collision_detail, running_peer->log,
 				sizeof(state->collision_detail));
+		state->collision_split_brain = running_peer->split_brain;
 		SpinLockRelease(&state->collision_mutex);
 	}
-	pg_atomic_write_u32(&state->node_collision, any ? 1 : 0);
+	if (any)
+		pg_atomic_fetch_or_u32(&state->registry_findings, kFindingNodeCollision);
+	else
+		pg_atomic_fetch_and_u32(&state->registry_findings, ~kFindingNodeCollision);
 
 	/* This worker has no client: its messages go to the server log only. */
 	if (collision && !was)
 		ereport(WARNING,
 				(errmsg("snowflake node_id %d is also used by another running instance",
 						g_settings.node_id),
-				 errdetail("snowflake_nodes shows %s heartbeating.",
-						   running_peer->description),
-				 errhint("Give each primary its own snowflake.node_id; until then their "
-						 "IDs can collide.")));
+				 errdetail("%s.", running_peer->log),
+				 running_peer->split_brain ?
+					 errhint("%s", kSplitBrainHint) :
+					 errhint("Give each primary its own snowflake.node_id; until then "
+							 "their IDs can collide.")));
 	else if (!any && was)
 		ereport(LOG,
 				(errmsg("snowflake node_id %d is no longer used by another running instance",
@@ -287,14 +258,46 @@ PublishFinding(SharedState *state, const PeerBeat *running_peer)
 }
 
 /*
- * Records why the registry cannot complete a round, or ("" for "problem")
- * that it just did, and logs each change with "hint", the fix.  While it
- * cannot, the last finding stands: a collision it saw keeps stopping
- * generation under snowflake.on_node_collision = error, since nothing
- * shows the peer gone.
+ * The running instance this round found with our node_id, or NULL: a peer
+ * heartbeating in snowflake_nodes, else the old primary this server was
+ * promoted from ("promoted_origin"), else a server promoted from this one.
+ * Valid until the next call.
+ */
+const SplitBrainPeer *
+RunningPeer(SharedState *state, const ExtensionTable *nodes,
+			const SplitBrainPeer *promoted_origin)
+{
+	static SplitBrainPeer found;
+	const PeerBeat *peer = FindRunningPeer(state, nodes);
+
+	if (peer != nullptr)
+	{
+		found.split_brain = false;
+		snprintf(found.client, sizeof(found.client),
+				 "snowflake_nodes shows instance %s heartbeating", peer->instance_id);
+		snprintf(found.log, sizeof(found.log), "snowflake_nodes shows %s heartbeating",
+				 peer->description);
+		return &found;
+	}
+	if (promoted_origin != nullptr && !ProbeReachesSelf(state))
+	{
+		found = *promoted_origin;
+		return &found;
+	}
+	return FindPromotedWalsender(state, &found) ? &found : nullptr;
+}
+
+/*
+ * Records why the registry cannot complete a round, or, if "completed",
+ * that it just did, with "problem" "" or what cuts its view of the other
+ * nodes (replication_check.hpp), and logs each change with "hint", the
+ * fix.  While it cannot, the last finding stands: a collision it saw keeps
+ * stopping generation under snowflake.on_node_collision = error, since
+ * nothing shows the peer gone.
  */
 void
-SetRegistryProblem(SharedState *state, const char *problem, const char *hint)
+SetRegistryProblem(SharedState *state, const char *problem, const char *hint,
+				   bool completed = false)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	RegistrySlot *slot = &state->registries[my_slot];
@@ -303,7 +306,7 @@ SetRegistryProblem(SharedState *state, const char *problem, const char *hint)
 	SpinLockAcquire(&state->registry_mutex);
 	changed = strncmp(slot->problem, problem, sizeof(slot->problem) - 1) != 0;
 	strlcpy(slot->problem, problem, sizeof(slot->problem));
-	if (problem[0] == '\0')
+	if (completed)
 	{
 		slot->last_round = now;
 		slot->phase = kRegistryRunning;
@@ -312,7 +315,15 @@ SetRegistryProblem(SharedState *state, const char *problem, const char *hint)
 
 	if (!changed)
 		return;
-	if (problem[0] != '\0' && RegistryIsAutomatic())
+	if (problem[0] != '\0' && completed)
+		ereport(WARNING,
+				(errmsg("snowflake node registry in database \"%s\": %s", my_database,
+						problem),
+				 errdetail("The heartbeats of other nodes no longer reach this node's "
+						   "snowflake_nodes, or its own no longer reach theirs: node-id "
+						   "collisions between them go undetected."),
+				 errhint("%s", hint)));
+	else if (problem[0] != '\0' && RegistryIsAutomatic())
 		ereport(WARNING,
 				(errmsg("snowflake node registry cannot run in database \"%s\": %s",
 						my_database, problem),
@@ -337,7 +348,8 @@ const char *const kRoundFailedHint =
 
 /*
  * One round in its own transaction.  Returns false if the registry table
- * does not exist in this database.
+ * does not exist in this database; else *cut is NULL or what cuts the
+ * table's replication, its fix in *cut_hint.
  *
  * The worker connected as the bootstrap superuser (a background worker
  * needs a role to connect as), but the round runs as the owner of
@@ -350,17 +362,25 @@ const char *const kRoundFailedHint =
  * identity is restored anyway.  An error's abort restores it.
  */
 bool
-RunRound(SharedState *state)
+RunRound(SharedState *state, const char **cut, const char **cut_hint)
 {
 	ExtensionTable nodes;
 	Oid saved_user;
 	int saved_context;
 
+	/* Network I/O, each wait bounded (split_brain.hpp): outside the transaction. */
+	SplitBrainPeer origin;
+	bool		origin_runs = ProbeOldPrimary(state, &origin);
+
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	if (!OpenExtensionTable(SnowflakeExtensionOid(), &kNodesShape, RowExclusiveLock,
-							&nodes))
+	/* A database not yet updated to 1.6 has no clock columns: its heartbeats carry none. */
+	const ExtensionTableShape *shape = OutdatedExtensionVersion() != nullptr ?
+		&kNodesShapeBefore16 :
+		&kNodesShape;
+
+	if (!OpenExtensionTable(SnowflakeExtensionOid(), shape, RowExclusiveLock, &nodes))
 	{
 		PopActiveSnapshot();
 		CommitTransactionCommand();
@@ -381,7 +401,9 @@ RunRound(SharedState *state)
 	Heartbeat(state, &nodes);
 	CommandCounterIncrement();
 	UpdateActiveSnapshotCommandId();
-	PublishFinding(state, FindRunningPeer(state, &nodes));
+	PublishFinding(state, RunningPeer(state, &nodes, origin_runs ? &origin : nullptr));
+	CompareClocks(state, &nodes, my_slot, my_database);
+	*cut = CheckNodesReplication(nodes.rel, cut_hint);
 	CloseExtensionTable(&nodes);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
@@ -456,10 +478,11 @@ NewInstanceId(pg_uuid_t *id)
 void
 InitRegistryState(SharedState *state)
 {
-	pg_atomic_init_u32(&state->node_collision, 0);
+	pg_atomic_init_u32(&state->registry_findings, 0);
 	SpinLockInit(&state->collision_mutex);
-	state->collision_instance[0] = '\0';
+	state->collision_client[0] = '\0';
 	state->collision_detail[0] = '\0';
+	state->collision_split_brain = false;
 	InitRegistrySlots(state);
 	NewInstanceId(&state->instance_id);
 }
@@ -473,24 +496,27 @@ InitRegistryState(SharedState *state)
 void
 ReportGenerationBlocked(SharedState *state)
 {
-	char		instance[sizeof(state->collision_instance)];
+	char		client[sizeof(state->collision_client)];
 	char		detail[sizeof(state->collision_detail)];
+	bool		split_brain;
 
 	SpinLockAcquire(&state->collision_mutex);
-	strlcpy(instance, state->collision_instance, sizeof(instance));
+	strlcpy(client, state->collision_client, sizeof(client));
+	split_brain = state->collision_split_brain;
 	strlcpy(detail, state->collision_detail, sizeof(detail));
 	SpinLockRelease(&state->collision_mutex);
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("snowflake node_id %d is also used by another running instance",
 					g_settings.node_id),
-			 errdetail("snowflake_nodes shows instance %s heartbeating; IDs from the two "
-					   "could collide, and snowflake.on_node_collision is \"error\".",
-					   instance),
-			 errdetail_log("snowflake_nodes shows %s heartbeating; IDs from the two could "
-						   "collide, and snowflake.on_node_collision is \"error\".",
+			 errdetail("%s; IDs from the two could collide, and "
+					   "snowflake.on_node_collision is \"error\".",
+					   client),
+			 errdetail_log("%s; IDs from the two could collide, and "
+						   "snowflake.on_node_collision is \"error\".",
 						   detail),
-			 errhint("Give each primary its own snowflake.node_id.")));
+			 split_brain ? errhint("%s", kSplitBrainHint) :
+						   errhint("Give each primary its own snowflake.node_id.")));
 }
 
 /*
@@ -568,9 +594,10 @@ ExitAsAbsent(SharedState *state)
 	SpinLockAcquire(&state->registry_mutex);
 	state->registries[my_slot].absent = true;
 	state->registries[my_slot].collision = false;
+	state->registries[my_slot].clock_skewed = false;
 	state->registries[my_slot].problem[0] = '\0';
 	SpinLockRelease(&state->registry_mutex);
-	RecomputeNodeCollision(state);
+	RecomputeRegistryFindings(state);
 	proc_exit(0);
 }
 
@@ -619,8 +646,7 @@ ConnectRegistry(SharedState *state, Oid database)
 void
 snowflake_registry_main(Datum arg)
 {
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, die);
+	InstallWorkerSignalHandlers();
 	BackgroundWorkerUnblockSignals();
 
 	SharedState *state = RequireSharedState();
@@ -645,11 +671,7 @@ snowflake_registry_main(Datum arg)
 	{
 		/* The first round at once: a probe answers the launcher quickly. */
 		if (!first)
-		{
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 g_settings.registry_interval_ms, PG_WAIT_EXTENSION);
-			ResetLatch(MyLatch);
-		}
+			WaitForWorkOrExit(g_settings.registry_interval_ms);
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
@@ -663,12 +685,14 @@ snowflake_registry_main(Datum arg)
 
 		PG_TRY();
 		{
-			bool		ran = RunRound(state);
+			const char *cut = nullptr;
+			const char *cut_hint = "";
+			bool		ran = RunRound(state, &cut, &cut_hint);
 
 			/* The transaction's end left TopMemoryContext current. */
 			MemoryContextSwitchTo(round_context);
 			if (ran)
-				SetRegistryProblem(state, "", "");
+				SetRegistryProblem(state, cut != nullptr ? cut : "", cut_hint, true);
 			else if (automatic)
 				absent = true;
 			else

@@ -39,10 +39,9 @@ extern "C"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
-#include "storage/latch.h"
 #include "storage/spin.h"
-#include "tcop/tcopprot.h"        /* die */
 #include "utils/backend_status.h" /* pgstat_report_appname */
+#include "utils/guc.h"             /* ProcessConfigFile */
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -52,6 +51,7 @@ extern "C"
 #include "pg/registry/registry_launcher.hpp"
 #include "pg/registry/registry_slots.hpp"
 #include "pg/settings.hpp"
+#include "pg/worker_exit.hpp"
 
 namespace {
 
@@ -420,7 +420,7 @@ SettleStoppedRegistries(SharedState *state, RegistrySlot *slots,
 		}
 	}
 	if (freed)
-		RecomputeNodeCollision(state);
+		RecomputeRegistryFindings(state);
 	return in_flight;
 }
 
@@ -599,8 +599,7 @@ void
 snowflake_registry_launcher_main(Datum arg)
 {
 	(void) arg;
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, die);
+	InstallWorkerSignalHandlers();
 	BackgroundWorkerUnblockSignals();
 
 	SharedState *state = RequireSharedState();
@@ -648,8 +647,6 @@ snowflake_registry_launcher_main(Datum arg)
 		MemoryContextSwitchTo(TopMemoryContext);
 		MemoryContextReset(pass_context);
 
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 g_settings.registry_interval_ms, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
+		WaitForWorkOrExit(g_settings.registry_interval_ms);
 	}
 }

@@ -27,7 +27,6 @@ extern "C"
 #include "catalog/pg_extension.h" /* ExtensionRelationId */
 #include "commands/extension.h"   /* get_extension_name */
 #include "miscadmin.h"            /* MyDatabaseId */
-#include "commands/dbcommands.h"  /* get_database_name */
 #include "utils/syscache.h"
 }
 
@@ -38,7 +37,6 @@ extern "C"
 
 namespace {
 
-object_access_hook_type previous_object_access_hook = nullptr;
 
 /* Extensions this transaction created or altered (OIDs); overflow: unknown. */
 constexpr int kNotedExtensions = 4;
@@ -84,45 +82,20 @@ DropDatabaseMaySucceed(Oid database)
 	return !is_template;
 }
 
-/*
- * A DROP DATABASE by another role than a superuser, of a database with a
- * registry, is refused here, before dropdb() goes on: stopping the
- * registry for a DROP that then fails (another session, a statement
- * timeout) restarts it, and repeated, that would keep collisions there
- * from ever being watched; and WITH (FORCE) would terminate it, as it
- * terminates any session, for a member of pg_signal_backend.
- */
-void
-RefuseDropOfRegisteredDatabase(Oid database)
-{
-	if (!RegistryRunsIn(database))
-		return;
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_IN_USE),
-			 errmsg("database \"%s\" is watched by a snowflake node registry",
-					get_database_name(database)),
-			 errdetail("Only a superuser's DROP DATABASE stops the registry, which "
-					   "detects node-id collisions there."),
-			 errhint("Ask a superuser to drop the database, or to run DROP EXTENSION "
-					 "snowflake in it first.")));
-}
+}							/* namespace */
 
 void
-OnObjectAccess(ObjectAccessType access, Oid class_id, Oid object_id, int sub_id, void *arg)
+NoteRegistryObjectAccess(ObjectAccessType access, Oid class_id, Oid object_id)
 {
-	if (previous_object_access_hook != nullptr)
-		previous_object_access_hook(access, class_id, object_id, sub_id, arg);
 	if ((access == OAT_POST_CREATE || access == OAT_POST_ALTER) &&
 		class_id == ExtensionRelationId)
 		NoteExtension(object_id);
-	else if (access == OAT_DROP && class_id == DatabaseRelationId)
-	{
-		if (!superuser())
-			RefuseDropOfRegisteredDatabase(object_id);
-		else if (DropDatabaseMaySucceed(object_id))
-			StopRegistryOfDatabase(object_id);
-	}
+	else if (access == OAT_DROP && class_id == DatabaseRelationId &&
+			 DropDatabaseMaySucceed(object_id))
+		StopRegistryOfDatabase(object_id);
 }
+
+namespace {
 
 void
 ForgetNoted(void)
@@ -166,9 +139,7 @@ OnTransactionEvent(XactEvent event, void *arg)
 } /* namespace */
 
 void
-InstallRegistryRequestHooks(void)
+RegisterRegistryTransactionCallback(void)
 {
-	previous_object_access_hook = object_access_hook;
-	object_access_hook = OnObjectAccess;
 	RegisterXactCallback(OnTransactionEvent, nullptr);
 }

@@ -7,7 +7,17 @@
 #ifndef SNOWFLAKE_PG_REGISTRY_REQUESTS_HPP
 #define SNOWFLAKE_PG_REGISTRY_REQUESTS_HPP
 
-/* Installs the object-access hook and the transaction callback; from _PG_init. */
-void InstallRegistryRequestHooks(void);
+extern "C"
+{
+#include "postgres.h"
+
+#include "catalog/objectaccess.h"
+}
+
+/* Its part of the object-access hook, which module.cpp installs. */
+void NoteRegistryObjectAccess(ObjectAccessType access, Oid class_id, Oid object_id);
+
+/* Registers the transaction callback; from _PG_init. */
+void RegisterRegistryTransactionCallback(void);
 
 #endif /* SNOWFLAKE_PG_REGISTRY_REQUESTS_HPP */

@@ -16,6 +16,9 @@ extern "C"
 #include "commands/dbcommands.h" /* get_database_name */
 #include "miscadmin.h"           /* MyDatabaseId */
 #include "lib/stringinfo.h"
+#include "pgstat.h"               /* PG_WAIT_EXTENSION */
+#include "storage/latch.h"
+#include "storage/procarray.h" /* BackendPidGetProc */
 #include "storage/spin.h"
 #include "utils/syscache.h"
 }
@@ -105,32 +108,45 @@ StopRegistryOfDatabase(Oid database)
 	SpinLockRelease(&state->registry_mutex);
 	for (int i = 0; i < count; i++)
 		(void) kill(pids[i], SIGTERM);
-}
 
-bool
-RegistryRunsIn(Oid database)
-{
-	SharedState *state = RequireSharedState();
-	bool runs = false;
-
-	SpinLockAcquire(&state->registry_mutex);
-	for (const RegistrySlot &slot : state->registries)
-		runs = runs ||
-			(slot.database == database && slot.phase != kRegistryFree && !slot.absent);
-	SpinLockRelease(&state->registry_mutex);
-	return runs;
+	/*
+	 * DROP DATABASE WITH (FORCE) by a role that is not a superuser refuses to
+	 * terminate a superuser's process, and the registry runs as one: wait
+	 * (as CountOtherDBBackends would, 5 s) until it has left the database.
+	 */
+	for (int i = 0; i < count; i++)
+		for (int tick = 0; tick < 500 && BackendPidGetProc(pids[i]) != nullptr; tick++)
+		{
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
+							 PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
 }
 
 void
-RecomputeNodeCollision(SharedState *state)
+RecomputeRegistryFindings(SharedState *state)
 {
-	bool any = false;
+	bool collision = false;
+	bool skewed = false;
 
 	SpinLockAcquire(&state->registry_mutex);
 	for (const RegistrySlot &slot : state->registries)
-		any = any || (slot.phase != kRegistryFree && !slot.absent && slot.collision);
+	{
+		if (slot.phase == kRegistryFree || slot.absent)
+			continue;
+		collision = collision || slot.collision;
+		skewed = skewed || (slot.phase == kRegistryRunning && slot.clock_skewed);
+	}
 	SpinLockRelease(&state->registry_mutex);
-	pg_atomic_write_u32(&state->node_collision, any ? 1 : 0);
+	if (collision)
+		pg_atomic_fetch_or_u32(&state->registry_findings, kFindingNodeCollision);
+	else
+		pg_atomic_fetch_and_u32(&state->registry_findings, ~kFindingNodeCollision);
+	if (skewed)
+		pg_atomic_fetch_or_u32(&state->registry_findings, kFindingClockSkew);
+	else
+		pg_atomic_fetch_and_u32(&state->registry_findings, ~kFindingClockSkew);
 }
 
 TimestampTz

@@ -57,26 +57,21 @@ void RequestRegistryOnceIfMissing(void);
 void RefuseInTemplateDatabase(void);
 
 /*
- * Asks the registry connected to "database" to exit, so that DROP DATABASE
- * (which waits up to 5 s for other sessions there) is not refused.  Only
- * for a superuser's DROP (registry_requests.cpp): a DROP that then fails
- * restarts the registry, and the owner of a database must not be able to
- * keep it restarting.
+ * Asks the registry connected to "database" to exit, and waits up to 5 s
+ * for it to go, so that DROP DATABASE, WITH (FORCE) too, by any role that
+ * may drop the database is not refused because of it (as timescaledb
+ * stops its scheduler).  A DROP that then fails restarts the registry in
+ * its slot, with its finding.
  */
 void StopRegistryOfDatabase(Oid database);
 
 /*
- * Whether "database" has a registry slot: running, starting, or stopped and
- * to be started again (with its finding).  A non-superuser may not drop it.
- */
-bool RegistryRunsIn(Oid database);
-
-/*
- * Sets node_collision to the union of the registries' findings, after a
+ * Sets registry_findings to the union of the registries' findings (a
+ * node-id collision, a clock skew of a running registry), after a
  * registry's slot stopped counting (its database lost the extension, or
- * is gone).
+ * is gone) or a registry compared clocks.
  */
-void RecomputeNodeCollision(SharedState *state);
+void RecomputeRegistryFindings(SharedState *state);
 
 /*
  * What snowflake_status() shows: the oldest last round among the starting

@@ -29,8 +29,10 @@ extern "C"
 
 #include <cstdio>
 
+#include "core/horizon.hpp"
 #include "core/reach_ahead.hpp"
 #include "pg/clock.hpp"
+#include "pg/clock_watch.hpp"
 #include "pg/data_directory.hpp"
 #include "pg/durable_file.hpp"
 #include "pg/reservation/reservation.hpp"
@@ -50,20 +52,31 @@ ToUnixMs(int64 timestamp)
 	return timestamp + g_settings.layout.epoch_ms;
 }
 
+/*
+ * Nothing past the layout's end: no ID can have a later timestamp, so a
+ * reservation there promises no more, and a start reads it back.
+ */
+static int64
+WithinLayout(int64 timestamp)
+{
+	return snowflake::ClampTimestampToLayout(g_settings.layout, timestamp);
+}
+
 bool
 ReadReservationFile(int64 *unix_ms)
 {
 	char		path[MAXPGPATH];
-	char		hint[256];
+	char		hint[320];
 	char		detail[kStateProblemSize];
 	int64		now_ms = NowUnixMs();
 
 	snprintf(hint, sizeof(hint),
 			 "Restore the file from a backup of the data directory, or write in it, "
 			 "on one line, a Unix time in milliseconds later than every ID this server "
-			 "can have issued, such as the current time plus " INT64_FORMAT " ms: "
-			 INT64_FORMAT ".",
-			 static_cast<int64>(kMaxReachAheadMs), now_ms + kMaxReachAheadMs);
+			 "can have issued, such as the current time plus " INT64_FORMAT " ms "
+			 "(at most the last millisecond of the running layout): " INT64_FORMAT ".",
+			 static_cast<int64>(kMaxReachAheadMs),
+			 snowflake::ClampUnixMsToLayout(g_settings.layout, now_ms + kMaxReachAheadMs));
 	DataDirectoryFile(kReservationFileName, path);
 	if (!ReadStateFile(path, "reservation", unix_ms, 1, hint))
 		return false;
@@ -157,10 +170,44 @@ InitReservationState(SharedState *state)
 		on_shmem_exit(RecordIssuedAtExit, PointerGetDatum(state));
 }
 
+/*
+ * A RESERVE record past the running layout's end (from a primary whose
+ * layout ends later, or from a version that did not clamp it) is replayed
+ * as the layout's last millisecond, which promises as much here.
+ */
+static int64
+ReplayableReservationUnixMs(int64 until_unix_ms)
+{
+	const snowflake::Layout &layout = g_settings.layout;
+	/* Once per startup process: such a primary writes one every few seconds. */
+	static bool warned = false;
+
+	if (until_unix_ms <= layout.LastUnixMs())
+		return until_unix_ms;
+	if (warned)
+		return layout.LastUnixMs();
+	warned = true;
+	ereport(WARNING,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg(
+				 "snowflake reservation record lies beyond the end of the running layout"),
+			 errdetail("The record reserves up to " INT64_FORMAT " (Unix ms); the last "
+					   "millisecond of the running layout is " INT64_FORMAT
+					   ", which is replayed instead; later such records are lowered "
+					   "the same way, without a message, until the next start.",
+					   until_unix_ms, static_cast<int64>(layout.LastUnixMs())),
+			 errhint("Give this server the primary's snowflake.* layout settings, and run "
+					 "the same snowflake version on both.")));
+	return layout.LastUnixMs();
+}
+
 void
 ReplayReservation(int64 until_unix_ms)
 {
 	SharedState *state = RequireSharedState();
+
+	until_unix_ms = ReplayableReservationUnixMs(until_unix_ms);
+
 	int64		timestamp = ToTimestamp(until_unix_ms);
 
 	state->reservation_known = true;
@@ -221,10 +268,12 @@ FixFloorLocked(SharedState *state)
 	RecordDataDirectoryBeforeFirstId();
 	if (!state->reservation_known)
 	{
+		int64		reserved = WithinLayout(floor - 1);
+
 		/* Not a record: snowflake_status() still shows none before the first. */
-		WriteReservationFile(ToUnixMs(floor - 1));
-		state->durable_until = floor - 1;
-		RaiseReservedUntil(state, floor - 1);
+		WriteReservationFile(ToUnixMs(reserved));
+		state->durable_until = reserved;
+		RaiseReservedUntil(state, reserved);
 	}
 
 	state->floor_from_reservation = state->reservation_known;
@@ -279,6 +328,8 @@ ExtendReservation(SharedState *state, int64 needed, int64 wanted)
 	int64		until;
 	XLogRecPtr	lsn;
 
+	needed = WithinLayout(needed);
+	wanted = WithinLayout(wanted);
 	Assert(wanted >= needed);
 	LWLockAcquire(state->reservation_lock, LW_EXCLUSIVE);
 	FixFloorLocked(state);

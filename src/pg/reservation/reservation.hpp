@@ -61,7 +61,10 @@ int64		EarlierIdsReachUnixMs(SharedState *state);
  */
 void		RecordIssuedAtExit(int code, Datum arg);
 
-/* Redo of a reservation record: raises the reservation to "until_unix_ms". */
+/*
+ * Redo of a reservation record: raises the reservation to "until_unix_ms",
+ * or to the layout's last millisecond (with a WARNING) if that lies past it.
+ */
 void		ReplayReservation(int64 until_unix_ms);
 
 /* The reservation, in ms since the layout's epoch: the hot path's limit. */
@@ -74,7 +77,7 @@ ReservedUntil(SharedState *state)
 /*
  * Makes timestamps up to at least "needed" (ms since the layout's epoch)
  * durable; if that takes a new record, it reserves up to "wanted" (not
- * below "needed").  Writes and flushes a WAL record, waits for synchronous
+ * below "needed").  Both are lowered to the layout's last millisecond.  Writes and flushes a WAL record, waits for synchronous
  * standbys if there are any, and writes the file.  Not during recovery.
  */
 void		ExtendReservation(SharedState *state, int64 needed, int64 wanted);

@@ -10,9 +10,7 @@ extern "C"
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "postmaster/bgworker.h"
-#include "postmaster/interrupt.h"	/* SignalHandlerForConfigReload */
-#include "storage/latch.h"
-#include "tcop/tcopprot.h"	/* die */
+#include "postmaster/interrupt.h"	/* ConfigReloadPending */
 #include "utils/guc.h"		/* ProcessConfigFile */
 #include "utils/memutils.h"
 #include "utils/timestamp.h"	/* timestamptz_to_str */
@@ -22,19 +20,19 @@ extern "C"
 #include "core/horizon.hpp"
 #include "core/layout.hpp"
 #include "pg/clock.hpp"
+#include "pg/clock_watch.hpp"
+#include "pg/primary_settings.hpp"
 #include "pg/reservation/reservation.hpp"
 #include "pg/reservation/reservation_worker.hpp"
 #include "pg/settings.hpp"
 #include "pg/timestamps.hpp"
+#include "pg/worker_exit.hpp"
 
 
 static constexpr long kTickMs = 50;
 
 /* After the last new ID, how long the reservation keeps ahead of the clock. */
 static constexpr int64 kActiveWindowUs = 10 * INT64CONST(1000000);
-
-/* Backward steps smaller than this are clock noise, not steps. */
-static constexpr int64 kStepThresholdUs = 1000;
 
 /*
  * Keeps the reservation between half and all of reserve_ahead past the
@@ -62,32 +60,11 @@ KeepReservationAhead(SharedState *state, int64 *newest_seen, int64 *active_until
 
 	if (now_us < *active_until_us)
 		front = Max(front, NowTimestamp());
-	if (front + half > ReservedUntil(state))
-		ExtendReservation(state, front + half + 1, front + g_settings.reserve_ahead_ms);
-}
+	/* Nothing past the layout's end: there it stops extending. */
+	int64		needed = snowflake::ClampTimestampToLayout(g_settings.layout, front + half + 1);
 
-/*
- * The wall clock minus the monotonic clock changes only when the wall clock
- * is stepped (or slewed, by far less than kStepThresholdUs per tick).
- */
-static void
-ObserveClockSteps(SharedState *state, int64 *previous_offset_us)
-{
-	int64		offset_us = NowUnixUs() - NowMonotonicUs();
-	int64		back_us = *previous_offset_us - offset_us;
-
-	*previous_offset_us = offset_us;
-	if (back_us < kStepThresholdUs)
-		return;
-
-	uint64		back_ms = static_cast<uint64>(back_us / 1000);
-
-	pg_atomic_fetch_add_u64(&state->clock_steps_back, 1);
-	if (back_ms > pg_atomic_read_u64(&state->largest_step_back_ms))
-		pg_atomic_write_u64(&state->largest_step_back_ms, back_ms);
-	ereport(LOG,
-			(errmsg("snowflake: the system clock stepped back by " INT64_FORMAT " ms",
-					static_cast<int64>(back_ms))));
+	if (needed > ReservedUntil(state))
+		ExtendReservation(state, needed, front + g_settings.reserve_ahead_ms);
 }
 
 /*
@@ -120,14 +97,12 @@ void
 snowflake_reservation_main(Datum arg)
 {
 	(void) arg;
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, die);
+	InstallWorkerSignalHandlers();
 	BackgroundWorkerUnblockSignals();
 	/* No database: the worker needs WAL and shared memory only. */
 	BackgroundWorkerInitializeConnection(nullptr, nullptr, 0);
 
 	SharedState *state = RequireSharedState();
-	int64		previous_offset_us = NowUnixUs() - NowMonotonicUs();
 	int64		newest_seen = -1;
 	int64		active_until_us = 0;
 	int64		last_warned_day = snowflake::kNeverWarnedDay;
@@ -138,17 +113,19 @@ snowflake_reservation_main(Datum arg)
 													   ALLOCSET_SMALL_SIZES);
 
 	/*
-	 * Fix the floor now, not at the first ID: that makes the first-ID
-	 * records and the reservation file as soon as the server has started.
+	 * On a standby the worker only observes the clock until promotion.  As
+	 * it starts on a primary, and at the first tick after a promotion, it
+	 * fixes the floor, not at the first ID: that makes the first-ID records and the reservation file as soon
+	 * as the server has started or been promoted.
 	 */
-	if (!RecoveryInProgress())
+	bool		in_recovery = RecoveryInProgress();
+
+	if (!in_recovery)
 		(void) FixGenerationFloor(state);
 
 	for (;;)
 	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 kTickMs, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
+		WaitForWorkOrExit(kTickMs);
 		MemoryContextReset(tick_context);
 
 		MemoryContext previous = MemoryContextSwitchTo(tick_context);
@@ -159,8 +136,17 @@ snowflake_reservation_main(Datum arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
-		ObserveClockSteps(state, &previous_offset_us);
-		KeepReservationAhead(state, &newest_seen, &active_until_us);
+		/* Once a run, as soon as the server writes WAL (after a promotion too). */
+		LogPrimarySettingsOnce();
+		/* Observe the clock every tick, so that a step is seen when it happens. */
+		(void) ObserveClockUs();
+		if (in_recovery && !RecoveryInProgress())
+		{
+			in_recovery = false;
+			(void) FixGenerationFloor(state);
+		}
+		if (!in_recovery)
+			KeepReservationAhead(state, &newest_seen, &active_until_us);
 		WarnOfHorizon(&last_warned_day);
 		MemoryContextSwitchTo(previous);
 	}

@@ -28,11 +28,13 @@ extern "C"
 }
 
 #include "core/generator.hpp"
+#include "pg/clock_watch.hpp"
 #include "pg/slots/nextval.hpp"
 #include "pg/clock.hpp"
 #include "pg/layout/confirmed_layouts.hpp"
 #include "pg/layout/layout_registry.hpp"
 #include "pg/old_versions.hpp"
+#include "pg/registry/clock_skew.hpp"
 #include "pg/registry/node_registry.hpp"
 #include "pg/registry/registry_slots.hpp"
 #include "pg/reservation/reservation.hpp"
@@ -112,7 +114,9 @@ ReportClockBehindFloor(int64 floor)
 	int64		gap_ms = floor - 1 - NowTimestamp();
 	uint32		expected = 0;
 
+	/* A floor past the layout's end: no wait helps, and the call fails with 54000. */
 	if (gap_ms <= 0 || !state->floor_from_reservation ||
+		floor > g_settings.layout.MaxTimestamp() ||
 		!pg_atomic_compare_exchange_u32(&state->gap_reported, &expected, 1))
 		return;
 
@@ -126,8 +130,14 @@ ReportClockBehindFloor(int64 floor)
 					   timestamptz_to_str(
 						   UnixMsToTimestampTz(floor - 1 + g_settings.layout.epoch_ms))),
 			 waits ?
-				 errhint("snowflake_nextval() waits up to snowflake.clock_wait_timeout for "
-						 "the clock to come within snowflake.max_drift of them.") :
+				 (g_settings.on_clock_behind == kClockBehindRide ?
+					  errhint("snowflake.on_clock_behind is 'ride': IDs continue above the "
+							  "reservation without waiting, their timestamps ahead of the "
+							  "clock (drift_ms in snowflake_status()).") :
+					  errhint("snowflake_nextval() waits up to snowflake.clock_wait_timeout "
+							  "for the clock to come within snowflake.max_drift of them; "
+							  "to issue IDs without waiting, set "
+							  "snowflake.on_clock_behind = 'ride' and reload.")) :
 				 0));
 }
 
@@ -175,17 +185,26 @@ AcquireGenerator(void)
 [[noreturn]] static void
 ReportClockTooFarBehind(int64 target_unix_ms)
 {
-	int64		behind_ms = target_unix_ms + g_settings.max_drift_ms - NowUnixMs();
+	int64		behind_ms = target_unix_ms + g_settings.max_drift_ms - TrustedNowUnixMs();
 
+	/*
+	 * The next ID lies ahead of a clock that is right: the IDs before it
+	 * took their time from a clock that was ahead, or the clock stepped
+	 * back.  Correcting the clock is not the way out; riding it out is.
+	 */
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("system clock is " INT64_FORMAT " ms behind the next snowflake ID",
 					behind_ms),
 			 errdetail("snowflake_nextval() waited %d ms (snowflake.clock_wait_timeout) "
-					   "for the clock to come within snowflake.max_drift (%d ms) of it.",
+					   "for the clock to come within snowflake.max_drift (%d ms) of it; "
+					   "earlier IDs were issued under a clock that was ahead, or the "
+					   "clock stepped back.",
 					   g_settings.clock_wait_timeout_ms, g_settings.max_drift_ms),
-			 errhint("Correct the system clock, or raise snowflake.max_drift or "
-					 "snowflake.clock_wait_timeout.")));
+			 errhint("Set snowflake.on_clock_behind = 'ride' and reload to issue IDs "
+					 "above the newest one without waiting (see \"A poisoned future\" in "
+					 "the snowflake documentation), or wait until the clock reaches them; "
+					 "raising snowflake.clock_wait_timeout bridges a short gap only.")));
 }
 
 /*
@@ -205,7 +224,9 @@ WaitForClock(int64 target_unix_ms)
 	pg_atomic_fetch_add_u64(&slot->overflow_waits, 1);
 	for (;;)
 	{
-		int64		remaining_us = target_unix_ms * 1000 - NowUnixUs();
+		/* The target lies below the next ID: a pending step is trusted as far. */
+		int64		target_us = target_unix_ms * 1000;
+		int64		remaining_us = target_us - ObserveClockUs(target_us);
 		int64		allowed_us = deadline_us - NowMonotonicUs();
 
 		if (remaining_us <= 0)
@@ -225,11 +246,18 @@ ReportExhausted(void)
 {
 	const snowflake::Layout &layout = g_settings.layout;
 
+	const char *last = timestamptz_to_str(UnixMsToTimestampTz(layout.LastUnixMs()));
+
+	/* Before the end by the clock: IDs ran ahead, or a start resumed from a reservation at it. */
 	ereport(ERROR,
 			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 			 errmsg("the snowflake layout has run out of timestamps"),
-			 errdetail("Its last millisecond was %s.",
-					   timestamptz_to_str(UnixMsToTimestampTz(layout.LastUnixMs()))),
+			 NowUnixMs() <= layout.LastUnixMs() ?
+				 errdetail("Its last millisecond is %s, ahead of the clock, but every "
+						   "timestamp up to it may be in use: IDs ran ahead of the clock, "
+						   "or this server resumed from a reservation that reaches it.",
+						   last) :
+				 errdetail("Its last millisecond was %s.", last),
 			 errhint("See \"Changing the layout\" in the snowflake documentation.")));
 }
 
@@ -242,11 +270,12 @@ NextRun(uint32 want, uint32 *count)
 {
 	const int64 epoch_ms = g_settings.layout.epoch_ms;
 	int64		result;
+	int64		now = NowTimestamp();
 
 	for (;;)
 	{
-		switch (generator.NextRun(mark_cell, NowTimestamp(), ReservedUntil(state), want,
-								  &result, count))
+		switch (generator.NextRun(mark_cell, now, ReservedUntil(state), want, &result,
+								  count))
 		{
 			case snowflake::Outcome::kIssued:
 				ids_from_slot += *count;
@@ -254,12 +283,24 @@ NextRun(uint32 want, uint32 *count)
 				own_last_id = result + (*count - 1);
 				return result;
 			case snowflake::Outcome::kWait:
-				WaitForClock(result + epoch_ms);
+				/*
+				 * Riding it out: the next ID's timestamp stands in for the
+				 * clock, so timestamps advance with the IDs, still above
+				 * the mark and within the reservation.
+				 */
+				if (g_settings.on_clock_behind == kClockBehindRide)
+					now = result;
+				else
+				{
+					WaitForClock(result + epoch_ms);
+					now = NowTimestamp();
+				}
 				break;
 			case snowflake::Outcome::kReserve:
 				ExtendReservation(state, result,
 								  Max(result, NowTimestamp()) +
 								  g_settings.reserve_ahead_ms);
+				now = Max(now, NowTimestamp());
 				break;
 			case snowflake::Outcome::kExhausted:
 				ReportExhausted();
@@ -288,9 +329,13 @@ PrepareGenerator(Oid fn_oid)
 	bool		outdated = !confirmed_earlier && WarnOnceIfExtensionOutdated();
 
 	RequestRegistryOnceIfMissing();
-	if (pg_atomic_read_u32(&state->node_collision) != 0 &&
+	uint32 findings = pg_atomic_read_u32(&state->registry_findings);
+
+	if ((findings & kFindingNodeCollision) != 0 &&
 		g_settings.on_node_collision == kCollisionError)
 		ReportGenerationBlocked(state);
+	if ((findings & kFindingClockSkew) != 0 && g_settings.on_clock_skew == kClockSkewRefuse)
+		ReportClockSkewRefusal(state);
 	if (confirmed_earlier)
 		g_layout_confirmed = true;
 	else if (!g_layout_confirmed)
@@ -318,11 +363,12 @@ SessionRun(Oid fn_oid, uint32 want, uint32 *count)
 {
 	/*
 	 * An attached slot implies "state" is set; the flag shares reserved_until's
-	 * line.  Under a collision every call takes the slow path, which applies
-	 * this session's snowflake.on_node_collision.
+	 * line.  Under a collision or a clock skew every call takes the slow
+	 * path, which applies this session's snowflake.on_node_collision and
+	 * snowflake.on_clock_skew.
 	 */
 	if (unlikely(slot == nullptr || !g_layout_confirmed ||
-				 pg_atomic_read_u32(&state->node_collision) != 0))
+				 pg_atomic_read_u32(&state->registry_findings) != 0))
 		PrepareGenerator(fn_oid);
 	return NextRun(want, count);
 }
