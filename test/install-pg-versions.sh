@@ -199,21 +199,18 @@ build_deps() {
 
 # Fetches and unpacks the source package into $dir/src; fails (status 1)
 # if the archive does not serve it.  First through apt, which needs the
-# index to name the version; then the .dsc and the files it names from the
-# archive's pool, for a pinned version only, whose .dsc must have the
-# pinned hash.  dpkg-source checks every file against the .dsc's checksums
-# (it cannot check the .dsc's signature: the maintainers' keys are not in
-# the archive keyring).  Debian's patches are not applied: they move the libraries to
-# /usr/lib/postgresql/NN whatever --prefix says, and the tests want
-# upstream's server anyway.
+# index to name the version; then, for a pinned version only, the .dsc
+# (with the pinned hash) and its files from the archive's pool, which
+# dpkg-source checks against the .dsc (the maintainers' keys that signed it
+# are not in the archive keyring).  Debian's patches are not applied: they
+# move the libraries to /usr/lib/postgresql/NN whatever --prefix says, and
+# the tests want upstream's server anyway.
 fetch_source() {
 	local package=$1 version=$2 dir=$3 uri=$4
 	local dl=$dir/download
 	rm -rf "$dl" "$dir/src"
 	mkdir -p "$dl"
-	if (cd "$dl" && apt-get source -qq --download-only "$package=$version" >/dev/null 2>&1); then
-		:
-	else
+	if ! (cd "$dl" && apt-get source -qq --download-only "$package=$version" >/dev/null 2>&1); then
 		rm -f "$dl"/*
 		local pool dsc sha=${pinned_dsc_sha256[$version]:-}
 		[ -n "$sha" ] || return 1
