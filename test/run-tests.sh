@@ -169,6 +169,14 @@ package_check() {
 	return "$status"
 }
 
+# The TAP tier, named $1.  027_pg_upgrade_state.pl runs pg_upgrade from the
+# version run before this one, if that is a source build too (15's, a
+# Debian binary, writes a column option that 17 and 18 cannot restore), and
+# else from this version to itself.
+tap_tier() {
+	run_tier "$1" "$tap_count" as_tester env SNOWFLAKE_PG_UPGRADE_FROM="$upgrade_from" make installcheck REGRESS= ISOLATION=
+}
+
 # The server-dependent tiers against version $1: build and install,
 # pg_regress, opr_sanity, isolation, TAP, clients, and the Assert() build.
 run_version() {
@@ -189,17 +197,9 @@ run_version() {
 	# opr_sanity's sql and expected output are kept by install-pg-versions.sh.
 	run_tier "PG $v: opr_sanity" "$regress_count" as_tester bash test/opr-sanity.sh "$pg_cache/regress/$v"
 	run_tier "PG $v: isolation" "$regress_count" as_tester make installcheck REGRESS= TAP_TESTS=
-	# 027_pg_upgrade_state.pl runs pg_upgrade from the version run before
-	# this one, if that is a source build too (15's, a Debian binary,
-	# writes a column option that 17 and 18 cannot restore), and else from
-	# this version to itself.
 	# On the last version TAP runs once, on the build with Assert()s (below):
 	# the same code with its checks compiled in, for the longest tier's time.
-	if [ "$v" != "$last_version" ]; then
-		run_tier "PG $v: TAP" "$tap_count" \
-			as_tester env SNOWFLAKE_PG_UPGRADE_FROM="$upgrade_from" \
-			make installcheck REGRESS= ISOLATION=
-	fi
+	[ "$v" = "$last_version" ] || tap_tier "PG $v: TAP"
 	run_tier "PG $v: clients" "sed -n 's/^clients: \([0-9]*\) checks passed.*/\1/p'" \
 		as_tester bash test/clients/run.sh
 	# The docs' blocks once, against the server a reader of the docs
@@ -222,9 +222,7 @@ run_version() {
 	# is the longest tier, and the Assert()s are the extension's, not the
 	# server's.
 	if [ "$v" = "$last_version" ]; then
-		run_tier "PG $v: TAP, asserts" "$tap_count" \
-			as_tester env SNOWFLAKE_PG_UPGRADE_FROM="$upgrade_from" \
-			make installcheck REGRESS= ISOLATION=
+		tap_tier "PG $v: TAP, asserts"
 		run_tier "PG $v: fuzz, asserts" "$fuzz_count" as_tester bash test/fuzz/run.sh
 	fi
 	(cd "$release_dir" && make -s install >/dev/null)
