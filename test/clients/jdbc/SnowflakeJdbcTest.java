@@ -89,6 +89,18 @@ public class SnowflakeJdbcTest {
         return queryOne(conn, OffsetDateTime.class, "SELECT snowflake_timestamp(?)", id);
     }
 
+    /** snowflake_decode(id) on the server: ms since 1970, node_id, worker_id, seq. */
+    private static List<Long> serverDecode(Connection conn, long id) throws Exception {
+        try (PreparedStatement ps = conn.prepareStatement("SELECT (extract(epoch FROM ts) * 1000)::bigint, "
+                + "node_id, worker_id, seq FROM snowflake_decode(?)")) {
+            ps.setLong(1, id);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return List.of(rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getLong(4));
+            }
+        }
+    }
+
     private static long clockMillis(Connection conn) throws Exception {
         return queryOne(conn, OffsetDateTime.class, "SELECT clock_timestamp()").toInstant().toEpochMilli();
     }
@@ -277,18 +289,7 @@ public class SnowflakeJdbcTest {
         long lastId = ((ms - layout.epochMs) << (layout.nodeBits + layout.workerBits + layout.sequenceBits))
                 | ((long) nodeId << (layout.workerBits + layout.sequenceBits))
                 | ((long) workerId << layout.sequenceBits);
-        List<Long> decoded = new ArrayList<>();
-        try (PreparedStatement ps = db.prepareStatement("SELECT (extract(epoch FROM ts) * 1000)::bigint, "
-                + "node_id, worker_id, seq FROM snowflake_decode(?)")) {
-            ps.setLong(1, lastId);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                for (int i = 1; i <= 4; i++) {
-                    decoded.add(rs.getLong(i));
-                }
-            }
-        }
-        eq(decoded, List.of(ms, (long) nodeId, (long) workerId, 0L),
+        eq(serverDecode(db, lastId), List.of(ms, (long) nodeId, (long) workerId, 0L),
                 "snowflake_decode() gives the lease's node and worker id and the ID's millisecond");
         Thread.sleep(5);
         long renewed = renew(db, token, lastId);
@@ -364,17 +365,9 @@ public class SnowflakeJdbcTest {
 
         List<List<Long>> server = new ArrayList<>();
         List<List<Long>> client = new ArrayList<>();
-        try (PreparedStatement ps = conn.prepareStatement(
-                "SELECT ts, node_id, worker_id, seq FROM snowflake_decode(?)")) {
-            for (long id : ids) {
-                ps.setLong(1, id);
-                try (ResultSet rs = ps.executeQuery()) {
-                    rs.next();
-                    server.add(List.of(rs.getObject(1, OffsetDateTime.class).toInstant().toEpochMilli(),
-                            rs.getLong(2), rs.getLong(3), rs.getLong(4)));
-                }
-                client.add(layout.decode(id));
-            }
+        for (long id : ids) {
+            server.add(serverDecode(conn, id));
+            client.add(layout.decode(id));
         }
         eq(server, client, "snowflake_decode() on the server equals the client's decoding");
         ok(server.stream().allMatch(d -> d.get(1) == layout.nodeId),
