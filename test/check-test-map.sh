@@ -7,10 +7,6 @@
 #   - test/README.md names a path under test/, bench/, sql/ or expected/ that does not exist:
 #     as `path` (globs such as `test/check-*.sh` aside), or as the target of
 #     a link relative to test/ (links to the docs are the link checker's).
-# The test files: test/t/*.pl, sql/*.sql, test/isolation/specs/*.spec,
-# test/old_versions/sql/*.sql, test/unit/*.cpp, the scripts and programs of
-# test/clients/ and its client folders, test/fuzz/*, the scripts of
-# test/docs/ and its fixtures, bench/*.sh.
 #
 #   bash test/check-test-map.sh
 set -euo pipefail

@@ -1,37 +1,25 @@
 #!/usr/bin/env bash
 # Builds the PostgreSQL major versions named as arguments (17, 18, 19)
-# from Debian's source packages, each into a prefix of its own, and caches
-# them:
+# from Debian's source packages (Debian 12 ships only 15 as a binary, and
+# the binaries of newer suites need a newer libc), each into a prefix of
+# its own, and caches them (docs/testing.md, "PostgreSQL versions"):
 #
 #   /var/cache/snowflake-pg/<source version>.b<recipe>/pg   the installation
 #   /var/cache/snowflake-pg/<major>               a link to the version in use
 #   /var/cache/snowflake-pg/<major>.unavailable   instead, for a version only
 #                          tried (19): one line saying why it was not built
-#
-# so PG_CONFIG=/var/cache/snowflake-pg/18/pg/bin/pg_config builds against 18.
-# A second run finds the cached build and does nothing.  Debian 12 ships
-# only PostgreSQL 15 as a binary, and the binaries of newer suites need a
-# newer libc; their sources build here.  Run as root.
-#
-# Of each version it also keeps what test/opr-sanity.sh runs of PostgreSQL's
-# own regression tests (opr_sanity.sql, its expected output, and regress.c
-# for the binary_coercible() it calls):
-#
-#   /var/cache/snowflake-pg/regress/<server version>   those files
+#   /var/cache/snowflake-pg/regress/<server version>   what test/opr-sanity.sh
+#                          runs (opr_sanity.sql, its expected output, and
+#                          regress.c for binary_coercible())
 #   /var/cache/snowflake-pg/regress/<major>            a link to the one in use
 #
-# A major version named here that Debian installed as a binary
-# (postgresql-15) gets only these, from the source of the installed version,
-# or, if the archive does not serve that, from the newest one of the same
-# major version that it serves.  Failing to fetch them is a warning only:
-# the opr_sanity tier then fails, not the whole suite.
-#
-# Into each version built here goes pglogical as well (for the two-node
-# TAP tests), built from the upstream tarball of Debian's source package
-# and kept in the cached installation.  Failing to fetch or build it is a
-# warning only: those tests then skip on that version.  So does Citus (for
-# test/t/049_citus_cluster.pl), from the tarball beside the repository
-# (../shared/citus/), into an installation that lacks it.
+# A second run finds the cached build and does nothing.  A major version
+# that Debian installed as a binary (15) gets only the regression files,
+# from the source of the installed version or else the newest older one
+# the archive serves.  Into each version built here go pglogical (from
+# Debian's upstream tarball) and Citus (from ../shared/citus/).  Failing to
+# get the regression files, pglogical or Citus is a warning only: the tier
+# or the tests that need them then fail or skip.  Run as root.
 #
 #   SNOWFLAKE_PG_CACHE     the cache (default /var/cache/snowflake-pg)
 #   SNOWFLAKE_DEBIAN_URI   the archive to fetch from (default: the first
@@ -46,14 +34,11 @@ cache=${SNOWFLAKE_PG_CACHE:-/var/cache/snowflake-pg}
 
 # Per major version: the suites that carry it, and a version whose files
 # the archive was seen to serve (its index can name a newer version than
-# it serves), with the SHA-256 of its .dsc.  apt authenticates what the
-# signed index names; a pinned version the index no longer names is
-# authenticated by this hash, and its other files by the .dsc's checksums.
-# A version with no pin (19: its index names 19~beta2 and 19~rc1 in
-# experimental, but the archive has served neither) is only tried, against
-# a freshly read index at every run, newest version first: when none is
-# served it is skipped, saying why (<major>.unavailable), and the run goes
-# on.  Pin it once it builds, so that losing it fails the run.
+# it serves), with the SHA-256 of its .dsc, which authenticates a pinned
+# version the signed index no longer names.  A version with no pin (19) is
+# only tried, against a freshly read index at every run, newest version
+# first; when none is served it is skipped, saying why.  Pin it once it
+# builds, so that losing it fails the run.
 declare -A suite=([17]=trixie [18]=sid [19]="sid experimental")
 declare -A pinned=([17]=17.11-0+deb13u1 [18]=18.6-3)
 declare -A pinned_dsc_sha256=(
@@ -79,6 +64,18 @@ for major in "$@"; do
 done
 
 log() { echo "install-pg-versions: $*" >&2; }
+# Whether file $2 has the SHA-256 $1.
+sha256_is() { echo "$1  $2" | sha256sum --quiet -c - >/dev/null 2>&1; }
+# Runs "$@" in a subshell, its output in log $1; on failure shows the log's
+# tail and logs $2 with where the whole log is.
+build_logged() {
+	local out=$1 failed=$2
+	shift 2
+	("$@") >"$out" 2>&1 && return 0
+	tail -n 30 "$out" >&2
+	log "$failed; the whole log is $out"
+	return 1
+}
 
 # The build recipe's revision: a change of the configure options below
 # makes a new cache entry rather than reuse a build made the old way.
@@ -178,14 +175,14 @@ refresh_sources() {
 }
 
 # The versions of a source package that the indexes of the suites $2...
-# name, newest first.
+# (of every suite, if none) name, newest first.
 index_versions() {
 	local package=$1
 	shift
 	apt-cache madison "$package" 2>/dev/null |
 		awk -F'|' -v s=" $* " '$3 ~ "Sources" {
 			split($3, w, " "); sub(/\/.*/, "", w[2])
-			if (index(s, " " w[2] " ")) { gsub(/ /, "", $2); print $2 } }' | sort -V -r -u
+			if (s == "  " || index(s, " " w[2] " ")) { gsub(/ /, "", $2); print $2 } }' | sort -V -r -u
 }
 
 # The build's own tools; the sources need nothing else on this machine.
@@ -202,28 +199,25 @@ build_deps() {
 
 # Fetches and unpacks the source package into $dir/src; fails (status 1)
 # if the archive does not serve it.  First through apt, which needs the
-# index to name the version; then the .dsc and the files it names from the
-# archive's pool, for a pinned version only, whose .dsc must have the
-# pinned hash.  dpkg-source checks every file against the .dsc's checksums
-# (it cannot check the .dsc's signature: the maintainers' keys are not in
-# the archive keyring).  Debian's patches are not applied: they move the libraries to
-# /usr/lib/postgresql/NN whatever --prefix says, and the tests want
-# upstream's server anyway.
+# index to name the version; then, for a pinned version only, the .dsc
+# (with the pinned hash) and its files from the archive's pool, which
+# dpkg-source checks against the .dsc (the maintainers' keys that signed it
+# are not in the archive keyring).  Debian's patches are not applied: they
+# move the libraries to /usr/lib/postgresql/NN whatever --prefix says, and
+# the tests want upstream's server anyway.
 fetch_source() {
 	local package=$1 version=$2 dir=$3 uri=$4
 	local dl=$dir/download
 	rm -rf "$dl" "$dir/src"
 	mkdir -p "$dl"
-	if (cd "$dl" && apt-get source -qq --download-only "$package=$version" >/dev/null 2>&1); then
-		:
-	else
+	if ! (cd "$dl" && apt-get source -qq --download-only "$package=$version" >/dev/null 2>&1); then
 		rm -f "$dl"/*
 		local pool dsc sha=${pinned_dsc_sha256[$version]:-}
 		[ -n "$sha" ] || return 1
 		pool="$uri/pool/main/${package:0:1}/$package"
 		dsc="${package}_${version#*:}.dsc"
 		curl -fsSL -o "$dl/$dsc" "$pool/$dsc" || return 1
-		if ! echo "$sha  $dl/$dsc" | sha256sum --quiet -c - >/dev/null 2>&1; then
+		if ! sha256_is "$sha" "$dl/$dsc"; then
 			log "$dsc: its SHA-256 is not the pinned one"
 			return 1
 		fi
@@ -238,27 +232,25 @@ fetch_source() {
 	}
 }
 
-# configure, make, make install, plus what the tests use beyond the core:
-# contrib/pgstattuple.  The TAP modules (PostgreSQL::Test::Cluster),
-# pg_regress and the isolation tester go into the prefix's pgxs with
-# "make install" when TAP tests are enabled.
+# configure, make, make install in source tree $1 for prefix $2, plus what
+# the tests use beyond the core: contrib/pgstattuple.  The TAP modules,
+# pg_regress and the isolation tester go into the prefix's pgxs with "make
+# install" when TAP tests are enabled.
+make_pg() {
+	cd "$1"
+	./configure --prefix="$2" --enable-tap-tests --with-openssl --without-icu --without-readline
+	nice -n 10 make -j2
+	make install
+	nice -n 10 make -j2 -C contrib/pgstattuple
+	make -C contrib/pgstattuple install
+}
 build_version() {
 	local major=$1 version=$2 dir=$3
 	local prefix=$dir/pg
 	rm -rf "$prefix"
 	log "building PostgreSQL $version into $prefix (log: $dir/build.log)"
-	(
-		cd "$dir/src"
-		./configure --prefix="$prefix" --enable-tap-tests --with-openssl --without-icu --without-readline
-		nice -n 10 make -j2
-		make install
-		nice -n 10 make -j2 -C contrib/pgstattuple
-		make -C contrib/pgstattuple install
-	) >"$dir/build.log" 2>&1 || {
-		tail -n 30 "$dir/build.log" >&2
-		log "building PostgreSQL $version failed; the whole log is $dir/build.log"
+	build_logged "$dir/build.log" "building PostgreSQL $version failed" make_pg "$dir/src" "$prefix" ||
 		return 1
-	}
 	# Other users (the tester) run the server from here.
 	chmod -R a+rX "$prefix"
 	keep_regress "$version" "$version" "$dir/src"
@@ -314,79 +306,70 @@ fetch_regress() {
 	return 1
 }
 
-# The source versions of postgresql-MAJOR that the indexes name, newest first.
-source_versions() {
-	apt-cache madison "postgresql-$1" 2>/dev/null |
-		awk -F'|' '$3 ~ "Sources" { gsub(/ /, "", $2); print $2 }' | sort -V -r -u
-}
-
 # pglogical, for the two-node TAP tests (test/perl/SnowflakePglogical.pm):
-# Debian builds it only for its own PostgreSQL (postgresql-15-pglogical
-# here), so each version built here gets it from the upstream tarball of
-# Debian's source package, built and installed into the cached prefix,
-# which run-tests.sh copies with the rest.  Debian's patches are not needed
-# (they are packaging).  The tarball is pinned by its SHA-256, as the sid
-# index names it.  apt fetches it while an index names the version, but
-# fails as a whole when the archive does not serve one of the package's
-# other files (the mirror once served the tarball and not the
-# .debian.tar.xz), so apt's status does not count, only the tarball's
-# hash; failing that, the tarball comes from the archive's pool.
-# A marker per pglogical version in the version's cache directory, written
-# last, keeps it from being built again.  A failure is a warning only: the
-# pglogical TAP tests then skip on that version.
+# Debian builds it only for its own PostgreSQL, so each version built here
+# gets it from the upstream tarball of Debian's source package (Debian's
+# patches are packaging), installed into the cached prefix.  The tarball
+# is pinned by its SHA-256, as the sid index names it.  apt fetches it
+# while an index names the version, but fails as a whole when the archive
+# does not serve one of the package's other files (the mirror once served
+# the tarball and not the .debian.tar.xz), so only the tarball's hash
+# counts; failing that, the tarball comes from the archive's pool.  A
+# marker per pglogical version, written last, keeps it from being built
+# again.
 pglogical_version=2.4.8
 pglogical_debian_version=2.4.8-2
 pglogical_orig_sha256=b93dc45a45bcc3c5c3e8f432bbdb1121f8ecf336dc2d4611a2eed0e3e46ed1a1
 pglogical_installed() { [ -f "$cache/$1.b$recipe/.pglogical-$pglogical_version" ]; }
+# Unpacks tarball $1 into $2 and builds and installs it there for the
+# pg_config $3: through PGXS, or with ./configure and the options $4...
+make_extension() {
+	local tarball=$1 src=$2 pg_config=$3
+	shift 3
+	tar -C "$src" --strip-components=1 -xzf "$tarball" && cd "$src" || return 1
+	if [ $# -eq 0 ]; then
+		nice -n 10 make -j2 USE_PGXS=1 PG_CONFIG="$pg_config" && make USE_PGXS=1 PG_CONFIG="$pg_config" install
+	else
+		./configure PG_CONFIG="$pg_config" "$@" && nice -n 10 make -j2 && make install
+	fi
+}
 install_pglogical() {
 	local major=$1 version=$2 dir=$cache/$2.b$recipe
-	local work=$dir/pglogical orig=pglogical_$pglogical_version.orig.tar.gz
+	local work=$dir/pglogical orig=pglogical_$pglogical_version.orig.tar.gz why=
 	pglogical_installed "$version" && return 0
 	prepare_fetch "$major (pglogical)" || return 1
 	build_deps
 	rm -rf "$work"
 	mkdir -p "$work/src"
 	(cd "$work" && apt-get source -qq --download-only "pglogical=$pglogical_debian_version" >/dev/null 2>&1) || true
-	if ! echo "$pglogical_orig_sha256  $work/$orig" | sha256sum --quiet -c - >/dev/null 2>&1; then
+	if ! sha256_is "$pglogical_orig_sha256" "$work/$orig"; then
 		rm -f "$work/$orig"
-		curl -fsSL -o "$work/$orig" "$uri/pool/main/p/pglogical/$orig" || {
-			log "WARNING: $orig: the archive does not serve it; no pglogical for PostgreSQL $major"
-			rm -rf "$work"
-			return 1
-		}
-		if ! echo "$pglogical_orig_sha256  $work/$orig" | sha256sum --quiet -c - >/dev/null 2>&1; then
-			log "WARNING: $orig: its SHA-256 is not the pinned one; no pglogical for PostgreSQL $major"
-			rm -rf "$work"
-			return 1
+		if ! curl -fsSL -o "$work/$orig" "$uri/pool/main/p/pglogical/$orig"; then
+			why="the archive does not serve it"
+		elif ! sha256_is "$pglogical_orig_sha256" "$work/$orig"; then
+			why="its SHA-256 is not the pinned one"
 		fi
 	fi
-	log "building pglogical $pglogical_version into $dir/pg (log: $dir/pglogical.log)"
-	(
-		tar -C "$work/src" --strip-components=1 -xzf "$work/$orig" &&
-			cd "$work/src" &&
-			nice -n 10 make -j2 USE_PGXS=1 PG_CONFIG="$dir/pg/bin/pg_config" &&
-			make USE_PGXS=1 PG_CONFIG="$dir/pg/bin/pg_config" install
-	) >"$dir/pglogical.log" 2>&1 || {
-		tail -n 30 "$dir/pglogical.log" >&2
-		log "WARNING: building pglogical $pglogical_version for PostgreSQL $version failed; the whole log is $dir/pglogical.log"
-		rm -rf "$work"
-		return 1
-	}
-	chmod -R a+rX "$dir/pg"
+	if [ -n "$why" ]; then
+		log "WARNING: $orig: $why; no pglogical for PostgreSQL $major"
+	else
+		log "building pglogical $pglogical_version into $dir/pg (log: $dir/pglogical.log)"
+		build_logged "$dir/pglogical.log" \
+			"WARNING: building pglogical $pglogical_version for PostgreSQL $version failed" \
+			make_extension "$work/$orig" "$work/src" "$dir/pg/bin/pg_config" || why=build
+	fi
 	rm -rf "$work"
+	[ -z "$why" ] || return 1
+	chmod -R a+rX "$dir/pg"
 	touch "$dir/.pglogical-$pglogical_version"
 	log "PostgreSQL $major: pglogical $pglogical_version installed"
 }
 
 # Citus, for test/t/049_citus_cluster.pl: not in Debian, so each version
-# built here gets it from the source tarball kept beside the repository
-# (../shared/citus/, or SNOWFLAKE_CITUS_TARBALL), pinned by its SHA-256,
-# built in a directory of its own and installed into the cached prefix.
-# Citus 14 supports PostgreSQL 16 to 18.  An installation that has
-# citus.control already is left alone, so adding this step needs no new
-# recipe (no rebuild of PostgreSQL) and a second run does nothing.  A
-# missing tarball or a failed build is a warning only: the test then skips
-# on that version, saying why.
+# built here gets it from the source tarball kept beside the repository,
+# pinned by its SHA-256.  Citus 14 supports PostgreSQL 16 to 18.  An
+# installation that has citus.control already is left alone, so adding
+# this step needed no new recipe (no rebuild of PostgreSQL).
 citus_version=14.0.1
 citus_sha256=edf37f5f80c0a2f2ba258941439d0a271f08de3b065c82520dae763ae9367b3d
 # Beside this checkout, or, for a clone (CI clones the repository afresh),
@@ -407,7 +390,7 @@ citus_tarball() {
 }
 citus_tarball=$(citus_tarball)
 install_citus() {
-	local major=$1 version=$2 dir=$cache/$2.b$recipe work
+	local major=$1 version=$2 dir=$cache/$2.b$recipe work status=0
 	[ ! -f "$("$dir/pg/bin/pg_config" --sharedir)/extension/citus.control" ] || return 0
 	if [ "$major" -lt 16 ] || [ "$major" -gt 18 ]; then
 		log "Citus $citus_version supports PostgreSQL 16 to 18: none for $major"
@@ -417,26 +400,18 @@ install_citus() {
 		log "WARNING: no $citus_tarball; no Citus for PostgreSQL $major"
 		return 1
 	fi
-	if ! echo "$citus_sha256  $citus_tarball" | sha256sum --quiet -c - >/dev/null 2>&1; then
+	if ! sha256_is "$citus_sha256" "$citus_tarball"; then
 		log "WARNING: $citus_tarball: its SHA-256 is not the pinned one; no Citus for PostgreSQL $major"
 		return 1
 	fi
 	work=$(mktemp -d)
 	log "building Citus $citus_version into $dir/pg (log: $dir/citus.log)"
-	(
-		tar -C "$work" --strip-components=1 -xzf "$citus_tarball" &&
-			cd "$work" &&
-			./configure PG_CONFIG="$dir/pg/bin/pg_config" --without-libcurl --without-lz4 --without-zstd &&
-			nice -n 10 make -j2 &&
-			make install
-	) >"$dir/citus.log" 2>&1 || {
-		tail -n 30 "$dir/citus.log" >&2
-		log "WARNING: building Citus $citus_version for PostgreSQL $version failed; the whole log is $dir/citus.log"
-		rm -rf "$work"
-		return 1
-	}
-	chmod -R a+rX "$dir/pg"
+	build_logged "$dir/citus.log" "WARNING: building Citus $citus_version for PostgreSQL $version failed" \
+		make_extension "$citus_tarball" "$work" "$dir/pg/bin/pg_config" \
+		--without-libcurl --without-lz4 --without-zstd || status=1
 	rm -rf "$work"
+	[ "$status" -eq 0 ] || return 1
+	chmod -R a+rX "$dir/pg"
 	log "PostgreSQL $major: Citus $citus_version installed"
 }
 
@@ -474,7 +449,7 @@ for major in "${majors[@]}"; do
 			prepare_fetch "$major" || continue
 			mapfile -t candidates < <(
 				echo "$version"
-				source_versions "$major" | while read -r v; do
+				index_versions "$package" | while read -r v; do
 					dpkg --compare-versions "$v" le "$version" && [ "$v" != "$version" ] && echo "$v"
 				done
 			)

@@ -7,12 +7,9 @@
 #
 # Runs as the unprivileged user that owns the current directory (the
 # tester's work copy, in test/run-tests.sh), with the extension installed
-# into PG_CONFIG's server.  What it needs of PostgreSQL's sources,
-# opr_sanity.sql, opr_sanity.out and regress.c (for binary_coercible(),
-# which PostgreSQL's test_setup creates before opr_sanity runs), is kept by
-# test/install-pg-versions.sh in $SNOWFLAKE_PG_CACHE/regress/<major>.  Of
-# the tests that run before it, opr_sanity needs only that function and an
-# enum type: a first test here creates both.
+# into PG_CONFIG's server.  opr_sanity.sql, opr_sanity.out and regress.c
+# (for binary_coercible()) are kept by test/install-pg-versions.sh in
+# $SNOWFLAKE_PG_CACHE/regress/<major>.
 #
 #   PG_CONFIG            the server's pg_config (default: the one on PATH)
 #   SNOWFLAKE_PG_CACHE   default /var/cache/snowflake-pg

@@ -1,65 +1,26 @@
 #!/usr/bin/env bash
-# The whole snowflake test suite, from a fresh machine: installs the
-# dependencies, builds with -Wall -Wextra -Werror (ERROR_ON_WARNING=1),
-# installs, and runs
-#   1. lint: shellcheck on the scripts, clang-format on the C++ lines
-#      changed since FORMAT_BASE (default HEAD~1), the core fence, and the
-#      version in snowflake.control, META.json, debian/ and CHANGELOG.md,
-#      that no privileged code calls SPI (test/check-spi-sites.sh),
-#      that test/README.md names every test file (test/check-test-map.sh),
-#      and that the include graph of src/pg has no circle and no arrow
-#      pointing up (test/check-include-graph.sh),
-#   2. the C++ unit tests of the core and of the lease client (no server),
-#      and 3. the core's under
-#      AddressSanitizer and UndefinedBehaviorSanitizer,
-#   4. the Debian package: built and installed by README.md's package block
-#      (dpkg-buildpackage, apt-get install), checked as autopkgtest does
-#      (debian/tests/installcheck: pg_regress and isolation against the
-#      installed files), and purged,
-# and then, against each PostgreSQL version in turn,
-#   5. pg_regress,
-#   6. opr_sanity: PostgreSQL's own core regression test of that name, its
-#      expected output unmodified, with the extension preloaded and created
-#      (test/opr-sanity.sh): no SECURITY DEFINER function, among others,
-#   7. isolation specs, 8. TAP tests (each on its own throwaway
-#      clusters, as an unprivileged user, TAP_JOBS files at a time,
-#      default 3),
-#   9. the clients tier: psycopg 3, SQLAlchemy, Django, node-postgres,
-#      JDBC and Go (pgx) against a throwaway cluster (test/clients/run.sh),
-#  10. against PostgreSQL 15 only, the docs tier: the sql and sh blocks
-#      of README.md and docs/*.md run and their ini blocks checked, on a
-#      throwaway cluster, and their links checked (test/docs/run.sh, a few
-#      seconds),
-#  11. the fuzz tier: sqlsmith's random queries and a targeted fuzzer of
-#      every function and setting, against a throwaway cluster, for crashes,
-#      hangs, internal errors and duplicate IDs (test/fuzz/run.sh, about
-#      two minutes),
-#  12. pg_regress and isolation again, with the extension built with
-#      -DUSE_ASSERT_CHECKING (make ASSERTS=1), so its Assert()s run, and
-#      TAP and the fuzz tier as well against the last version, where TAP
-#      runs only on this build (8 runs on the others); the build without
-#      them is installed again afterwards.
-# Run as root.  Prints regression diffs when a suite fails, the time of
-# each tier and of each version, and last one line:
+# The whole snowflake test suite, from a fresh machine, as root: installs
+# the dependencies, builds with -Wall -Wextra -Werror (ERROR_ON_WARNING=1),
+# installs, and runs once the tiers that need no server (lint, the C++ unit
+# tests, the same under ASan+UBSan, the Debian package), then against each
+# PostgreSQL version in turn pg_regress, opr_sanity, isolation, TAP,
+# clients, docs (15 only) and fuzz, and again with the extension's
+# Assert()s compiled in; docs/testing.md describes each tier.  Prints
+# regression diffs when a suite fails, the time of each tier and of each
+# version, and last one line:
 #   snowflake: N passed, N failed
 #
-#   SNOWFLAKE_PG_VERSIONS  the PostgreSQL major versions that tiers 5 to 12
-#                          run against, in order (default "15 17 18 19").
-#                          15 is the server of PG_CONFIG (default: the
-#                          pg_config on PATH, Debian 12's); 17, 18 and 19
-#                          are built once from Debian's sources
-#                          (test/install-pg-versions.sh, cached) and each
-#                          run uses a fresh copy of them,
-#                          $SNOWFLAKE_WORKDIR-pgNN-server, with a work copy
-#                          of its own, $SNOWFLAKE_WORKDIR-pgNN.  19 is only
-#                          tried: while Debian's archive serves no source
-#                          of it, it is skipped, in one line that says why
-#                          (again above the last line), and counts neither
-#                          as passed nor as failed.  The tiers that need
-#                          no server (1 to 3) and the package (4, for the
-#                          Debian server) run once.
-#   SNOWFLAKE_SERVER_TIERS_ONLY  1: skip tiers 1 to 4, which compile
-#                          rather than wait (test/run-under-load.sh).
+#   SNOWFLAKE_PG_VERSIONS  the major versions to run against, in order
+#                          (default "15 17 18 19"): 15 is PG_CONFIG's
+#                          server, the others are built once and cached by
+#                          test/install-pg-versions.sh, and each run uses a
+#                          fresh copy, $SNOWFLAKE_WORKDIR-pgNN-server, with a
+#                          work copy $SNOWFLAKE_WORKDIR-pgNN.  A version only
+#                          tried (19) and not served is skipped in one line
+#                          that says why, counting neither as passed nor
+#                          as failed.
+#   SNOWFLAKE_SERVER_TIERS_ONLY  1: skip the tiers that need no server
+#                          (test/run-under-load.sh).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -156,16 +117,13 @@ use_version() {
 	fi
 }
 
-# The Debian package, as a user installs it and as autopkgtest checks it:
-# README.md's package block (marked <!-- run by: test/run-tests.sh package
-# -->), read with run_blocks.py --block and run line by line from a copy of
-# the tree, so that a stale command or file name in the README fails here:
-# a line with sudo as root without it, the others (dpkg-buildpackage: the
-# package builds as the tester, Rules-Requires-Root: no) as the tester.
-# Then the installed package is tested without a build in the tree (so
-# against the installed files) and purged, which also removes what an
-# earlier "make install" put in the same places; the version tiers install
-# their build again.
+# The Debian package: README.md's package block (<!-- run by:
+# test/run-tests.sh package -->), run line by line from a copy of the tree,
+# so that a stale command or file name in the README fails here: a line
+# with sudo as root without it, the others as the tester (the package
+# builds as one: Rules-Requires-Root: no).  Then the installed files are
+# tested as autopkgtest does (no build in the tree), and purged, which also
+# removes an earlier "make install"; the version tiers install theirs again.
 package_check() {
 	local dir=$base_workdir-package
 	SNOWFLAKE_WORKDIR=$dir/src
@@ -194,24 +152,29 @@ package_check() {
 	done <<<"$block"
 	local debs=("$dir"/postgresql-15-snowflake_*.deb)
 	echo "package: built and installed ${debs[*]##*/}"
-	# docs/operations.md names where the package puts the exporter's queries.
-	[ -f /usr/share/doc/postgresql-15-snowflake/snowflake_queries.yaml ] || {
+	# docs/operations.md names where the package puts the exporter's queries,
+	# and that it ships the pg_upgradecluster hook.
+	local hook=/etc/postgresql-common/pg_upgradecluster.d/snowflake-15 status=0
+	if ! [ -f /usr/share/doc/postgresql-15-snowflake/snowflake_queries.yaml ]; then
 		echo "package: no /usr/share/doc/postgresql-15-snowflake/snowflake_queries.yaml"
-		dpkg --purge postgresql-15-snowflake >/dev/null
-		return 1
-	}
-	# docs/operations.md: the package ships the pg_upgradecluster hook.
-	local hook=/etc/postgresql-common/pg_upgradecluster.d/snowflake-15
-	if ! [ -x "$hook" ] || ! cmp -s "$hook" "$SNOWFLAKE_WORKDIR/debian/pg_upgradecluster-hook"; then
+		status=1
+	elif ! [ -x "$hook" ] || ! cmp -s "$hook" "$SNOWFLAKE_WORKDIR/debian/pg_upgradecluster-hook"; then
 		echo "package: no executable $hook, or not debian/pg_upgradecluster-hook"
-		dpkg --purge postgresql-15-snowflake >/dev/null
-		return 1
+		status=1
+	else
+		as_tester make -s clean >/dev/null
+		as_tester debian/tests/installcheck || status=$?
 	fi
-	as_tester make -s clean >/dev/null
-	local status=0
-	as_tester debian/tests/installcheck || status=$?
 	dpkg --purge postgresql-15-snowflake >/dev/null
 	return "$status"
+}
+
+# The TAP tier, named $1.  027_pg_upgrade_state.pl runs pg_upgrade from the
+# version run before this one, if that is a source build too (15's, a
+# Debian binary, writes a column option that 17 and 18 cannot restore), and
+# else from this version to itself.
+tap_tier() {
+	run_tier "$1" "$tap_count" as_tester env SNOWFLAKE_PG_UPGRADE_FROM="$upgrade_from" make installcheck REGRESS= ISOLATION=
 }
 
 # The server-dependent tiers against version $1: build and install,
@@ -234,17 +197,9 @@ run_version() {
 	# opr_sanity's sql and expected output are kept by install-pg-versions.sh.
 	run_tier "PG $v: opr_sanity" "$regress_count" as_tester bash test/opr-sanity.sh "$pg_cache/regress/$v"
 	run_tier "PG $v: isolation" "$regress_count" as_tester make installcheck REGRESS= TAP_TESTS=
-	# 027_pg_upgrade_state.pl runs pg_upgrade from the version run before
-	# this one, if that is a source build too (15's, a Debian binary,
-	# writes a column option that 17 and 18 cannot restore), and else from
-	# this version to itself.
 	# On the last version TAP runs once, on the build with Assert()s (below):
 	# the same code with its checks compiled in, for the longest tier's time.
-	if [ "$v" != "$last_version" ]; then
-		run_tier "PG $v: TAP" "$tap_count" \
-			as_tester env SNOWFLAKE_PG_UPGRADE_FROM="$upgrade_from" \
-			make installcheck REGRESS= ISOLATION=
-	fi
+	[ "$v" = "$last_version" ] || tap_tier "PG $v: TAP"
 	run_tier "PG $v: clients" "sed -n 's/^clients: \([0-9]*\) checks passed.*/\1/p'" \
 		as_tester bash test/clients/run.sh
 	# The docs' blocks once, against the server a reader of the docs
@@ -267,9 +222,7 @@ run_version() {
 	# is the longest tier, and the Assert()s are the extension's, not the
 	# server's.
 	if [ "$v" = "$last_version" ]; then
-		run_tier "PG $v: TAP, asserts" "$tap_count" \
-			as_tester env SNOWFLAKE_PG_UPGRADE_FROM="$upgrade_from" \
-			make installcheck REGRESS= ISOLATION=
+		tap_tier "PG $v: TAP, asserts"
 		run_tier "PG $v: fuzz, asserts" "$fuzz_count" as_tester bash test/fuzz/run.sh
 	fi
 	(cd "$release_dir" && make -s install >/dev/null)

@@ -5,15 +5,14 @@
 #
 #   bash test/run-under-load.sh
 #
-# Beside the suite runs
-#   stress-ng --cpu 4 --io 2 --vm 1 --vm-bytes 1G
-# (installed here from Debian's packages): four CPU hogs, two sync() loops
-# and one 1 GB memory churner, on a 2-core machine.  The load average is
-# logged every 30 s.  Prints each run's result and time, and exits non-zero
-# at the first run that fails.
+# Beside the suite runs stress-ng (installed here from Debian's packages):
+# four CPU hogs, two sync() loops and one 1 GB memory churner, on a 2-core
+# machine.  The load average is logged every 30 s.  Prints each run's
+# result and time, and exits non-zero at the first run that fails.
 #
 #   SNOWFLAKE_LOAD_RUNS    how many suite runs in a row (default 1)
-#   SNOWFLAKE_LOAD_ARGS    stress-ng's load options (default as above)
+#   SNOWFLAKE_LOAD_ARGS    stress-ng's load options (default --cpu 4 --io 2
+#                          --vm 1 --vm-bytes 1G)
 #   SNOWFLAKE_PG_VERSIONS  as for run-tests.sh (default "15 17 18 19")
 #   SNOWFLAKE_SERVER_TIERS_ONLY  as for run-tests.sh: 1 skips lint, the
 #                          unit tests and the package, which compile rather

@@ -3,16 +3,13 @@
 # node-postgres, JDBC, and Go's pgx for worker-id leases) against snowflake
 # IDs, each also with a key of type snowflake, and the check that
 # docs/clients.md and docs/leases.md show their marked snippets exactly
-# (docs_sync.py).  Starts two throwaway
-# clusters with the extension preloaded, reachable only through a Unix
-# socket in a temporary directory: one with the default layout, one with
-# the JavaScript-safe layout (12 bits below the timestamp, so IDs stay below
-# 2^53) for the node-postgres Number check.  Each client gets its own
-# database and prints "<client>: N passed, M failed"; the last line is
-# "clients: N checks passed, M clients failed".  Exits non-zero if any
-# client failed.  Run as the unprivileged tester with the extension
-# installed (test/run-tests.sh does); the dependencies come from
-# test/install-deps.sh.
+# (docs_sync.py).  Two throwaway clusters, reachable only through a Unix
+# socket: the default layout, and the JavaScript-safe one (IDs below 2^53)
+# for node-postgres's Number checks.  Each client gets its own database and
+# prints "<client>: N passed, M failed"; the last line is "clients: N
+# checks passed, M clients failed", and any failed client fails the tier.
+# Run as the unprivileged tester with the extension installed
+# (test/run-tests.sh does; test/install-deps.sh installs the clients).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)

@@ -1,17 +1,11 @@
 """Runs the code blocks of README.md and docs/*.md (or of the pages given)
 against the server of PGHOST/PGPORT/PGUSER, as test/docs/README.md says.
 
-sql blocks run with psql in a fresh database per page, sh blocks with bash
--euo pipefail in a scratch directory, ini blocks are checked against
-pg_settings, and the markers (not run, error, tested, run by, same as) are
-checked; each block may take DOCS_BLOCK_TIMEOUT seconds (default 60).
-Prints one line per failed block (page:line, the command, the error) and
-last
-  docs: N blocks run (S sql, H sh, I ini), R run by tests, M not run, T tested elsewhere; F failed
-and exits 1 if any failed.  --block PAGE NAME prints the block of PAGE
-marked <!-- run by: PATH NAME -->, dedented (exit 1 if there is none).
---self-test runs the pages of test/docs/fixtures/ and their links and
-asserts exactly the failures and the summary that they announce.
+Each block may take DOCS_BLOCK_TIMEOUT seconds (default 60); exits 1 if
+any failed.  --block PAGE NAME prints the block of PAGE marked <!-- run
+by: PATH NAME -->, dedented (exit 1 if there is none).  --self-test runs
+the pages of test/docs/fixtures/ and their links and asserts exactly the
+failures and the summary that they announce.
 
 Usage: run_blocks.py [--root DIR] [--workdir DIR] [PAGE.md ...]
        run_blocks.py [--root DIR] --block PAGE NAME
@@ -156,17 +150,12 @@ class Runner:
                     shutil.rmtree(scratch, ignore_errors=True)
                     scratch.mkdir(parents=True)
                     ready = True
-            if kind == "sql":
-                self.counts["sql"] += 1
-                if ready:
-                    self.run_sql(path, b, db, scratch)
-            elif kind == "sh":
-                self.counts["sh"] += 1
-                if ready:
-                    self.run_sh(path, b, db, scratch)
-            elif kind == "ini":
-                self.counts["ini"] += 1
-                self.check_ini(path, b)
+            if kind in self.counts:
+                self.counts[kind] += 1
+                if kind == "ini":
+                    self.check_ini(path, b)
+                elif ready:
+                    {"sql": self.run_sql, "sh": self.run_sh}[kind](path, b, db, scratch)
         return db if ready else None
 
     def kind(self, path, b):
@@ -206,18 +195,13 @@ class Runner:
             self.fail(path, b.line, f"<!-- error: {arg} --> on a {b.lang} block: only sql blocks, "
                       "with a five-character SQLSTATE")
             return "bad"
-        if b.lang in SQL:
-            return "sql"
-        if b.lang in SH:
-            return "sh"
-        if b.lang in INI:
-            return "ini"
-        if b.lang in OUTPUT:
-            self.not_run["output"] += 1
-            return "not run"
-        if b.lang in CLIENT:
-            self.not_run["client"] += 1
-            return "not run"
+        for kind, langs in (("sql", SQL), ("sh", SH), ("ini", INI)):
+            if b.lang in langs:
+                return kind
+        for why, langs in (("output", OUTPUT), ("client", CLIENT)):
+            if b.lang in langs:
+                self.not_run[why] += 1
+                return "not run"
         known = ", ".join(sorted(SQL | SH | INI | OUTPUT | CLIENT))
         self.fail(path, b.line, f"a fence in a language the docs tier does not know: {b.lang} "
                   f"(it knows {known})")

@@ -1,17 +1,13 @@
 #!/usr/bin/env bash
-# The fuzz tier: random and edge-case SQL against a throwaway cluster with
-# the extension preloaded, looking for crashes, assertion failures, hangs,
-# internal errors and duplicate IDs.  Two parts, on one cluster: targeted
-# (test/fuzz/targeted.pl, which says what it runs and checks) and
+# The fuzz tier: on one throwaway cluster with the extension preloaded,
+# test/fuzz/targeted.pl (which says what it runs and checks), then
 # sqlsmith's random queries, as an ordinary role, in a database with tables
-# of snowflake IDs and SQL copies of the extension's functions (so that a
-# good share of its queries call them).  sqlsmith's own errors are not
-# examined; what is caught is a crash, or a statement that ignores the
-# cancel of statement_timeout.  After both parts: the postmaster runs, a
-# session opened at the start is still there (a crash ends every session),
-# the server log shows no crash ("terminated by signal", "TRAP:", "PANIC",
-# ...), and no query is left running.  Prints each part's statement count,
-# the seed, and last
+# of snowflake IDs and SQL copies of the extension's functions.  What
+# sqlsmith catches is a crash or a statement that ignores the cancel of
+# statement_timeout, not its own errors.  After both: the postmaster runs,
+# a session opened at the start is still there (a crash ends every
+# session), the server log shows no crash, and no query is left running.
+# Prints each part's statement count, the seed, and last
 #   fuzz: N checks passed
 # Exits non-zero on any failure, keeping the cluster's directory (scripts,
 # outputs, server log) for a replay.  Run as the unprivileged tester with

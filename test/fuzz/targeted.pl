@@ -1,36 +1,19 @@
 #!/usr/bin/perl
 # test/fuzz/targeted.pl: the targeted half of the fuzz tier (test/fuzz/run.sh).
 #
-# Reads the extension's functions from the catalog (pg_proc and pg_depend:
-# a new function is covered without an edit here) and its settings
-# (pg_settings), and drives them through psql, one statement a line:
-#
-#   edge      every function with the edge values of each argument's type,
-#             all combinations when few, else each argument varied around
-#             typical values, with and without defaults, in FROM and in the
-#             select list;
-#   settings  every snowflake.* setting set to bad and extreme values (SET,
-#             SET LOCAL, set_config(), ALTER SYSTEM + reload), each followed
-#             by a call of every function;
-#   txn       random transaction programs: aborts, savepoints, PL/pgSQL
-#             exception blocks, prepared transactions, cancels mid-batch,
-#             pg_terminate_backend() of the other session;
-#   cursors   cursors over snowflake_nextval(), fetched part way, scrolled
-#             back, held over a commit;
-#   parallel  forced parallel query over every function, and PL/pgSQL
-#             wrappers that lie PARALLEL SAFE;
-#   prepared  every function under custom, generic and automatic plans;
-#   rewrite   the planner's rewrite of snowflake_timestamp(id) <op> ts on
-#             B-tree, BRIN and partitioned tables, literals and parameters:
-#             each count compared with the query the rewrite cannot touch;
-#   leases    grants, renewals and releases with real and edge tokens, IDs
-#             and client times, from the holder's role and another;
-#   role      every function as an ordinary role (fuzz_plain);
-#   type      the snowflake type's input, casts and text forms over hostile
-#             texts, random strings and mutated valid texts, and "form"
-#             checks: round trips, sort order, send, a second encoder's
-#             texts (in Perl);
-# while a second session ("noise") issues IDs, batches and cursors.
+# Reads the extension's functions (pg_proc, pg_depend: a new function is
+# covered without an edit here) and settings (pg_settings) from the
+# catalog, and drives them through psql, one statement a line, section by
+# section (@sections below): edge values of every argument; every setting
+# set to bad and extreme values (SET, SET LOCAL, set_config(), ALTER
+# SYSTEM); random transaction programs (aborts, savepoints, exception
+# blocks, prepared transactions, cancels, terminations) and cursor
+# programs; forced parallel query; custom and generic plans; the planner's
+# rewrite of snowflake_timestamp(id) <op> ts (B-tree, BRIN, partitions)
+# against a query it cannot touch; leases; every function as an ordinary
+# role (fuzz_plain); and the snowflake type's input, casts and text forms
+# ("form" checks against a second encoder written here).  A second session
+# ("noise") issues IDs, batches and cursors meanwhile.
 #
 # Errors are expected, as clean ERRORs.  A failure: an internal error (class
 # XX), a statement cancelled by statement_timeout that was not meant to be

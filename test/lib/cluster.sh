@@ -5,36 +5,28 @@
 # it, and leaves their stop and the directory's removal to the EXIT trap
 # this file installs:
 #
-#   cluster_init DIR       the directory of the clusters: their data
-#                          directories, logs and Unix sockets, mode 700,
-#                          owned by the clusters' OS user.  A DIR ending in
-#                          XXXXXX is made unique (mktemp); another DIR is
-#                          emptied first.  Sets CLUSTER_ROOT.
+#   cluster_init DIR       the directory of the clusters (data directories,
+#                          logs, Unix sockets), mode 700, owned by the
+#                          clusters' OS user: made unique (mktemp) if DIR
+#                          ends in XXXXXX, else emptied.  Sets CLUSTER_ROOT.
 #   start_cluster [-p PORT] [-U SUPERUSER] [-i INITDB_ARG]... NAME [LINE]...
 #                          initdb CLUSTER_ROOT/NAME (-A trust, superuser
-#                          postgres unless -U), append to its
-#                          postgresql.conf a Unix socket in CLUSTER_ROOT, no
-#                          TCP (listen_addresses = ''), the port (PORT, else
-#                          a free one) and then the caller's LINEs
-#                          (shared_preload_libraries, snowflake.*, ...), and
-#                          start it (log CLUSTER_ROOT/NAME.log).  Prints the
-#                          log and fails if it does not start.  May run in
-#                          the background (&) beside another.
-#   cluster_port NAME      the port of a running cluster (its host, the
-#                          socket directory, is CLUSTER_ROOT)
+#                          postgres unless -U), a Unix socket in
+#                          CLUSTER_ROOT and no TCP, the port (PORT, else a
+#                          free one) and the caller's postgresql.conf LINEs,
+#                          and start it (log CLUSTER_ROOT/NAME.log); prints
+#                          the log and fails if it does not start.  May run
+#                          in the background (&) beside another.
+#   cluster_port NAME      the port of a running cluster (its host is
+#                          CLUSTER_ROOT)
 #   free_port [FROM]       the first port from FROM (default 54320) that no
-#                          TCP socket and no PostgreSQL Unix socket on the
+#                          TCP socket or PostgreSQL Unix socket on the
 #                          machine uses and no cluster of CLUSTER_ROOT has
-#                          taken, reserved for the caller; start_cluster
-#                          starts from a random port in 54320-55319.  (Each
-#                          script's sockets are in its own directory, so
-#                          two scripts that still pick the same port at the
-#                          same moment do not clash either.)
+#                          taken, reserved for the caller
 #   cluster_as_owner CMD   runs CMD as the clusters' OS user
 #   cluster_on_exit CMD    the EXIT trap runs CMD too, after stopping the
 #                          clusters and before removing the directory (a
-#                          caller's own cleanup: a script sets no EXIT trap
-#                          of its own)
+#                          script sets no EXIT trap of its own)
 #   cluster_keep=dir       (set by the caller, read at exit) stop the
 #                          clusters but keep the directory, for a replay;
 #   cluster_keep=running   leave the clusters running (the demo)
@@ -42,8 +34,7 @@
 # PostgreSQL refuses to run as root: a script run as root (the demo, the
 # benchmarks) runs initdb, pg_ctl and the rest as SNOWFLAKE_TEST_USER
 # (default sftest; test/tester-env.sh creates it) with PG_BINDIR first on
-# PATH; an unprivileged script runs them as itself, with the PostgreSQL on
-# its PATH.
+# PATH; an unprivileged script runs them as itself.
 
 CLUSTER_ROOT=
 cluster_keep=

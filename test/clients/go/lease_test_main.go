@@ -1,14 +1,11 @@
 // The Go (pgx) worker-id lease recipe of docs/leases.md, run against a real
 // server: a time-scoped lease, a few IDs from a small generator that follows
-// "What a client must do", a renewal and a release.  The regions between
-// "// docs: NAME" and "// end docs" are what docs/leases.md shows
-// (test/clients/docs_sync.py keeps them in step).  Connects through the PG*
-// environment variables to database "postgres" (any database with the
-// extension leases from the server's one lease table), on a server with
-// snowflake.lease_workers > 0 (test/clients/run.sh sets it up).  Prints "ok N - what" per check and
-// "go: N passed, M failed"; exits 1 if a check failed.  Built in GOPATH mode
-// against Debian's golang-github-jackc-pgx-v4-dev, together with
-// snowflake_type.go (the snowflake type's checks, in database PGDATABASE).
+// "What a client must do", a renewal and a release.  Connects through the
+// PG* environment variables to database "postgres" (any database with the
+// extension leases), on a server with snowflake.lease_workers > 0
+// (test/clients/run.sh sets it up).  Built in GOPATH mode against Debian's
+// golang-github-jackc-pgx-v4-dev, together with snowflake_type.go (the
+// snowflake type's checks, in database PGDATABASE).
 package main
 
 import (

@@ -72,31 +72,37 @@ public class SnowflakeJdbcTest {
         }
     }
 
-    private static long queryLong(Connection conn, String sql, long arg) throws Exception {
+    /** The first column of the one row of sql with the parameters args. */
+    private static <T> T queryOne(Connection conn, Class<T> type, String sql, Object... args) throws Exception {
         try (PreparedStatement ps = conn.prepareStatement(sql)) {
-            ps.setLong(1, arg);
+            for (int i = 0; i < args.length; i++) {
+                ps.setObject(i + 1, args[i]);
+            }
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
-                return rs.getLong(1);
+                return rs.getObject(1, type);
             }
         }
     }
 
     private static OffsetDateTime timestampOf(Connection conn, long id) throws Exception {
-        try (PreparedStatement ps = conn.prepareStatement("SELECT snowflake_timestamp(?)")) {
+        return queryOne(conn, OffsetDateTime.class, "SELECT snowflake_timestamp(?)", id);
+    }
+
+    /** snowflake_decode(id) on the server: ms since 1970, node_id, worker_id, seq. */
+    private static List<Long> serverDecode(Connection conn, long id) throws Exception {
+        try (PreparedStatement ps = conn.prepareStatement("SELECT (extract(epoch FROM ts) * 1000)::bigint, "
+                + "node_id, worker_id, seq FROM snowflake_decode(?)")) {
             ps.setLong(1, id);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
-                return rs.getObject(1, OffsetDateTime.class);
+                return List.of(rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getLong(4));
             }
         }
     }
 
-    private static long clockMillis(Statement st) throws Exception {
-        try (ResultSet rs = st.executeQuery("SELECT clock_timestamp()")) {
-            rs.next();
-            return rs.getObject(1, OffsetDateTime.class).toInstant().toEpochMilli();
-        }
+    private static long clockMillis(Connection conn) throws Exception {
+        return queryOne(conn, OffsetDateTime.class, "SELECT clock_timestamp()").toInstant().toEpochMilli();
     }
 
     /** The layout from snowflake_status(), and decoding with it here. */
@@ -107,6 +113,22 @@ public class SnowflakeJdbcTest {
         int sequenceBits;
         int nodeId;
         int maxDriftMs;
+
+        static Layout of(Connection conn) throws SQLException {
+            Layout layout = new Layout();
+            try (Statement st = conn.createStatement();
+                    ResultSet rs = st.executeQuery("SELECT epoch, node_bits, worker_bits, sequence_bits, "
+                            + "node_id, max_drift_ms FROM snowflake_status()")) {
+                rs.next();
+                layout.epochMs = rs.getObject(1, OffsetDateTime.class).toInstant().toEpochMilli();
+                layout.nodeBits = rs.getInt(2);
+                layout.workerBits = rs.getInt(3);
+                layout.sequenceBits = rs.getInt(4);
+                layout.nodeId = rs.getInt(5);
+                layout.maxDriftMs = rs.getInt(6);
+            }
+            return layout;
+        }
 
         /** ms since 1970, node_id, worker_id, seq. */
         List<Long> decode(long id) {
@@ -241,16 +263,7 @@ public class SnowflakeJdbcTest {
     }
 
     private static void leases(Connection db) throws Exception {
-        Layout layout = new Layout();
-        try (Statement st = db.createStatement();
-                ResultSet rs = st.executeQuery("SELECT epoch, node_bits, worker_bits, sequence_bits "
-                        + "FROM snowflake_status()")) {
-            rs.next();
-            layout.epochMs = rs.getObject(1, OffsetDateTime.class).toInstant().toEpochMilli();
-            layout.nodeBits = rs.getInt(2);
-            layout.workerBits = rs.getInt(3);
-            layout.sequenceBits = rs.getInt(4);
-        }
+        Layout layout = Layout.of(db);
         String host = "jdbc-test";
         // docs: jdbc-lease
         PreparedStatement lease = db.prepareStatement(
@@ -276,18 +289,7 @@ public class SnowflakeJdbcTest {
         long lastId = ((ms - layout.epochMs) << (layout.nodeBits + layout.workerBits + layout.sequenceBits))
                 | ((long) nodeId << (layout.workerBits + layout.sequenceBits))
                 | ((long) workerId << layout.sequenceBits);
-        List<Long> decoded = new ArrayList<>();
-        try (PreparedStatement ps = db.prepareStatement("SELECT (extract(epoch FROM ts) * 1000)::bigint, "
-                + "node_id, worker_id, seq FROM snowflake_decode(?)")) {
-            ps.setLong(1, lastId);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                for (int i = 1; i <= 4; i++) {
-                    decoded.add(rs.getLong(i));
-                }
-            }
-        }
-        eq(decoded, List.of(ms, (long) nodeId, (long) workerId, 0L),
+        eq(serverDecode(db, lastId), List.of(ms, (long) nodeId, (long) workerId, 0L),
                 "snowflake_decode() gives the lease's node and worker id and the ID's millisecond");
         Thread.sleep(5);
         long renewed = renew(db, token, lastId);
@@ -299,7 +301,7 @@ public class SnowflakeJdbcTest {
             release.executeQuery();
         }
         // end docs
-        eq(queryLong(db, "SELECT (extract(epoch FROM last_timestamp) * 1000)::bigint"
+        eq(queryOne(db, Long.class, "SELECT (extract(epoch FROM last_timestamp) * 1000)::bigint"
                 + " FROM snowflake_leases WHERE token = ? AND state = 'released'", token), ms,
                 "the release records the last ID's millisecond");
         eq(renew(db, token, lastId), -1L, "a renewal of a released lease fails with 55000");
@@ -311,18 +313,8 @@ public class SnowflakeJdbcTest {
         Statement st = conn.createStatement();
         st.execute("CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), "
                 + "item text NOT NULL)");
-        Layout layout = new Layout();
-        try (ResultSet rs = st.executeQuery("SELECT epoch, node_bits, worker_bits, sequence_bits, "
-                + "node_id, max_drift_ms FROM snowflake_status()")) {
-            rs.next();
-            layout.epochMs = rs.getObject(1, OffsetDateTime.class).toInstant().toEpochMilli();
-            layout.nodeBits = rs.getInt(2);
-            layout.workerBits = rs.getInt(3);
-            layout.sequenceBits = rs.getInt(4);
-            layout.nodeId = rs.getInt(5);
-            layout.maxDriftMs = rs.getInt(6);
-        }
-        long since = clockMillis(st);
+        Layout layout = Layout.of(conn);
+        long since = clockMillis(conn);
 
         List<Long> ids = new ArrayList<>();
         for (String item : new String[] {"tea", "cake", "scone"}) {
@@ -353,13 +345,9 @@ public class SnowflakeJdbcTest {
                 }
             }
         }
-        long until = clockMillis(st);
-        long worker;
-        try (ResultSet rs = st.executeQuery(
-                "SELECT worker_id FROM snowflake_workers WHERE pid = pg_backend_pid()")) {
-            rs.next();
-            worker = rs.getLong(1);
-        }
+        long until = clockMillis(conn);
+        long worker = queryOne(conn, Long.class,
+                "SELECT worker_id::bigint FROM snowflake_workers WHERE pid = pg_backend_pid()");
 
         eq(ids.size(), 23, "getGeneratedKeys() gave 23 IDs");
         increasing(ids, "IDs strictly increase in insertion order (one session)");
@@ -377,17 +365,9 @@ public class SnowflakeJdbcTest {
 
         List<List<Long>> server = new ArrayList<>();
         List<List<Long>> client = new ArrayList<>();
-        try (PreparedStatement ps = conn.prepareStatement(
-                "SELECT ts, node_id, worker_id, seq FROM snowflake_decode(?)")) {
-            for (long id : ids) {
-                ps.setLong(1, id);
-                try (ResultSet rs = ps.executeQuery()) {
-                    rs.next();
-                    server.add(List.of(rs.getObject(1, OffsetDateTime.class).toInstant().toEpochMilli(),
-                            rs.getLong(2), rs.getLong(3), rs.getLong(4)));
-                }
-                client.add(layout.decode(id));
-            }
+        for (long id : ids) {
+            server.add(serverDecode(conn, id));
+            client.add(layout.decode(id));
         }
         eq(server, client, "snowflake_decode() on the server equals the client's decoding");
         ok(server.stream().allMatch(d -> d.get(1) == layout.nodeId),
@@ -423,7 +403,7 @@ public class SnowflakeJdbcTest {
                 }
                 insert.executeBatch();
             }
-            eq(queryLong(conn, "SELECT count(*) FROM orders WHERE id >= ?", batch.get(0)), 100L,
+            eq(queryOne(conn, Long.class, "SELECT count(*) FROM orders WHERE id >= ?", batch.get(0)), 100L,
                     "the preassigned IDs were inserted");
         });
 

@@ -1,15 +1,13 @@
 'use strict'
-// node-postgres (pg) with snowflake IDs.  int8 arrives as a string; the
-// test shows the BigInt path (BigInt(string), then
-// pg.types.setTypeParser(20, BigInt)), shows that Number loses precision
-// with the default layout but not with the JavaScript-safe one, and does
-// the checks of every client: the column default, exact reads, decoding,
-// one snowflake_nextval(n) batch and one time range; the worker-id
-// lease recipe of docs/leases.md; and a key of type snowflake in text and
-// binary mode, without and with a parser for its OID.  Connects through the PG* environment
-// variables; the JavaScript-safe cluster is on the same
-// socket directory at port SNOWFLAKE_JS_SAFE_PORT, database "node"
-// (test/clients/run.sh sets them up).
+// node-postgres (pg) with snowflake IDs: int8 arrives as a string, then
+// as BigInt (BigInt(string), pg.types.setTypeParser(20, BigInt)); Number
+// loses precision with the default layout but not with the JavaScript-safe
+// one; the checks of every client (the column default, exact reads,
+// decoding, a batch, a time range); the lease recipe of docs/leases.md; and
+// a key of type snowflake in text and binary mode, without and with a
+// parser for its OID.  Connects through the PG* environment variables; the
+// JavaScript-safe cluster is on the same socket directory at port
+// SNOWFLAKE_JS_SAFE_PORT, database "node" (test/clients/run.sh sets them up).
 
 const pg = require('pg')
 
@@ -58,6 +56,17 @@ const LAYOUT_SQL = `SELECT (extract(epoch FROM epoch) * 1000)::bigint::text AS e
 const DECODE_SQL = `SELECT (extract(epoch FROM ts) * 1000)::bigint::text AS ms, node_id, worker_id, seq
   FROM snowflake_decode($1)`
 const TABLE_SQL = 'CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), item text NOT NULL)'
+// snowflake_decode() of each ID, in the shape of decode().
+async function serverDecode(client, ids) {
+  const server = []
+  for (const x of ids) {
+    const d = (await client.query(DECODE_SQL, [x])).rows[0]
+    server.push({ ms: Number(d.ms), node_id: d.node_id, worker_id: d.worker_id, seq: d.seq })
+  }
+  return server
+}
+const clockMs = async (client) => BigInt((await client.query(
+  "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint::text AS ms")).rows[0].ms)
 
 // 200 IDs from one statement, read as node-postgres gives them.
 async function twoHundred(client) {
@@ -72,8 +81,7 @@ async function defaultLayout() {
   await client.connect()
   await client.query(TABLE_SQL)
   const layout = (await client.query(LAYOUT_SQL)).rows[0]
-  const since = BigInt((await client.query(
-    "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint::text AS ms")).rows[0].ms)
+  const since = await clockMs(client)
 
   // docs: node-string
   const res = await client.query('INSERT INTO orders (item) VALUES ($1) RETURNING id', ['tea'])
@@ -88,8 +96,7 @@ async function defaultLayout() {
     const r = await client.query('INSERT INTO orders (item) VALUES ($1) RETURNING id', [`row ${i}`])
     ids.push(BigInt(r.rows[0].id))
   }
-  const until = BigInt((await client.query(
-    "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint::text AS ms")).rows[0].ms)
+  const until = await clockMs(client)
   const worker = (await client.query(
     'SELECT worker_id FROM snowflake_workers WHERE pid = pg_backend_pid()')).rows[0].worker_id
   increasing(ids, 'IDs strictly increase in insertion order (one session)')
@@ -99,11 +106,7 @@ async function defaultLayout() {
   eq(ids.map(String), text, 'BigInt(id) equals id::text for every row')
 
   // Decode here and on the server.
-  const server = []
-  for (const x of ids) {
-    const d = (await client.query(DECODE_SQL, [x])).rows[0]
-    server.push({ ms: Number(d.ms), node_id: d.node_id, worker_id: d.worker_id, seq: d.seq })
-  }
+  const server = await serverDecode(client, ids)
   eq(server, ids.map((x) => decode(x, layout)), "snowflake_decode() on the server equals the client's decoding")
   ok(server.every((d) => d.node_id === layout.node_id), `every node_id is this server's (${layout.node_id})`)
   ok(server.every((d) => d.worker_id === worker), `every worker_id is the session's slot (${worker})`)
@@ -208,11 +211,7 @@ async function jsSafeLayout() {
   ok(strings.every((s) => String(JSON.parse(`{"id": ${s}}`).id) === s),
     'JavaScript-safe layout: an ID as a bare JSON number survives JSON.parse()')
   eq(new Set(strings.map(Number)).size, 200, 'JavaScript-safe layout: 200 IDs, 200 distinct Numbers')
-  const server = []
-  for (const s of strings) {
-    const d = (await client.query(DECODE_SQL, [s])).rows[0]
-    server.push({ ms: Number(d.ms), node_id: d.node_id, worker_id: d.worker_id, seq: d.seq })
-  }
+  const server = await serverDecode(client, strings)
   eq(server, strings.map((s) => decode(BigInt(s), layout)),
     "JavaScript-safe layout: snowflake_decode() equals the client's decoding")
   // Plain Number arithmetic decodes it too: the timestamp is Math.floor(id / 2^12).

@@ -116,22 +116,14 @@ SELECT :'granted' AS granted_after_update;
 SELECT not_after > now() AS renewed_after_update FROM snowflake_renew_lease(:lease_token, NULL);
 SELECT snowflake_release_lease(:lease_token, NULL) AS released_after_update;
 
--- The upgraded extension matches a fresh install of the default version.
-CREATE TEMP TABLE upgraded AS SELECT * FROM extension_functions;
-CREATE TEMP TABLE upgraded_objects AS SELECT * FROM extension_objects;
+-- A fresh install of the default version on the same installation.  That
+-- the updated catalog equals a fresh one, item by item, is
+-- test/t/039_install_versions.pl's check.
 DROP EXTENSION snowflake;
 CREATE EXTENSION snowflake;
 SELECT extversion = (SELECT default_version FROM pg_available_extensions
                       WHERE name = 'snowflake') AS at_default_version
   FROM pg_extension WHERE extname = 'snowflake';
-SELECT count(*) AS differences
-  FROM ((SELECT * FROM upgraded EXCEPT SELECT * FROM extension_functions)
-        UNION ALL
-        (SELECT * FROM extension_functions EXCEPT SELECT * FROM upgraded)) AS d;
-SELECT count(*) AS object_differences
-  FROM ((SELECT * FROM upgraded_objects EXCEPT SELECT * FROM extension_objects)
-        UNION ALL
-        (SELECT * FROM extension_objects EXCEPT SELECT * FROM upgraded_objects)) AS d;
 
 -- Still working after the update.
 SELECT snowflake_nextval() > 0 AS works;
