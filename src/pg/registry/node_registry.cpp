@@ -139,7 +139,6 @@ const PeerBeat *
 FindRunningPeer(SharedState *state, const ExtensionTable *nodes)
 {
 	int64		now_us = NowMonotonicUs();
-	int64		window_us = int64{kRunningWindowIntervals} * g_settings.registry_interval_ms * 1000;
 	ExtensionTableScan scan;
 	Datum row[kNodeColumnCount];
 
@@ -191,7 +190,7 @@ FindRunningPeer(SharedState *state, const ExtensionTable *nodes)
 			continue;
 		peers[kept] = peers[i];
 		if (running < 0 && peers[kept].advanced_at_us != 0 &&
-			now_us - peers[kept].advanced_at_us <= window_us)
+			now_us - peers[kept].advanced_at_us <= RunningWindowUs())
 			running = kept;
 		kept++;
 	}
