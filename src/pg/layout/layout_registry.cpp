@@ -1,11 +1,6 @@
 /*
  * layout_registry.cpp
- *	  Reading and extending the snowflake_layout table.
- *
- * The table is found by the extension's membership and read and written by
- * OID through the access methods (pg/extension_table.hpp): recording runs
- * as the table's owner, and no SQL text or schema name takes part, so no
- * renamed schema can hand it another table.
+ *	  Reading and extending the snowflake_layout table (by OID: README.md).
  *
  * The history is cached per backend and reloaded once per transaction, so
  * snowflake_decode() costs one small scan per transaction, not per row.

@@ -1,20 +1,9 @@
 /*
  * node_registry.cpp
  *	  The "snowflake registry" background worker of one database:
- *	  heartbeats in its snowflake_nodes and node-id collision detection.
- *
- * In automatic mode (snowflake.database = '') the launcher starts one per
- * database, connected by OID (registry_launcher.cpp); a worker that finds
- * no snowflake_nodes there says so in its slot and exits quietly.  In
- * named mode it is the static worker, connected to the database named.
- *
- * Each round runs in its own transaction.  An error in a round (say, the
- * extension was dropped) is logged and the next round starts afresh; the
- * worker itself keeps no state across rounds but the beat counts it saw.
- *
- * The worker parses no SQL: it finds snowflake_nodes by the extension's
- * membership and touches it by OID (pg/extension_table.hpp), so renaming
- * schemas cannot hand it another table.
+ *	  heartbeats in its snowflake_nodes and node-id collision detection
+ *	  (modes and invariants: README.md).  It keeps no state across rounds
+ *	  but the beat counts and clocks it saw.
  */
 extern "C"
 {
@@ -348,17 +337,9 @@ const char *const kRoundFailedHint =
 /*
  * One round in its own transaction.  Returns false if the registry table
  * does not exist in this database; else *cut is NULL or what cuts the
- * table's replication, its fix in *cut_hint.
- *
- * The worker connected as the bootstrap superuser (a background worker
- * needs a role to connect as), but the round runs as the owner of
- * snowflake_nodes, under SECURITY_RESTRICTED_OPERATION, as VACUUM runs as
- * a table's owner: a trigger or constraint on the table runs with no more
- * rights than its owner has anyway.  Only finding and opening the table,
- * catalog reads by OID that resolve no name, run as the superuser.  No
- * trigger fires at commit: a table with a deferrable one is not written
- * (see extension_table.hpp), and the transaction commits before the
- * identity is restored anyway.  An error's abort restores it.
+ * table's replication, its fix in *cut_hint.  Only finding and opening the
+ * table (catalog reads by OID) run as the superuser; the rest as the
+ * table's owner, as VACUUM does.  An error's abort restores the identity.
  */
 bool
 RunRound(SharedState *state, const char **cut, const char **cut_hint)
@@ -418,13 +399,7 @@ Pin(const char *name, const char *value)
 	SetConfigOption(name, value, PGC_SUSET, PGC_S_OVERRIDE);
 }
 
-/*
- * A lock the registry waits for longer than this fails the wait: the
- * registry interval, at least 1 s.  The owner of a database can queue a
- * lock (VACUUM FULL behind an open ANALYZE, ALTER DATABASE ... RENAME left
- * open) that would otherwise hold a round, or the connection, forever,
- * silently.
- */
+/* The registry interval, at least 1 s: a lock the owner queues holds no round forever. */
 void
 PinLockTimeout(void)
 {
@@ -435,16 +410,9 @@ PinLockTimeout(void)
 }
 
 /*
- * The worker runs in a database that others may own, who can set what its
- * sessions start with (ALTER DATABASE ... SET).  It parses no SQL, but a
- * trigger or constraint on the table may call functions, so the path is
- * fixed.  And none of the owner's settings for its clients may turn the
- * detection of node-id collisions off: transactions are read-write, a
- * round that waits for a lock fails after the server's lock_timeout
- * (PinLockTimeout), reported, and an error ends the round, reported, not
- * the worker (exit_on_error would make it FATAL, which no round reports).
- * The session user may be changed by a database's session_authorization
- * setting; rounds do not use it (they run as the table's owner).
+ * No ALTER DATABASE ... SET of the database's owner may turn detection off
+ * (README.md); the path is fixed because a trigger on the table may call
+ * functions.
  */
 void
 PinSettings(void)
@@ -609,13 +577,7 @@ ConnectRegistry(SharedState *state, Oid database)
 		if (!ClaimLaunchedSlot(state, database))
 			proc_exit(0);
 		before_shmem_exit(ReleaseRegistrySlot, 0);
-		/*
-		 * A connection waits for a lock on the database (InitPostgres), which
-		 * an open ALTER DATABASE ... RENAME holds: the wait fails after the
-		 * lock_timeout, the worker exits and its slot says so.  A database
-		 * that has a registry keeps it even if it is made a template or
-		 * refuses connections; the launcher decides where to connect.
-		 */
+		/* InitPostgres waits for a lock on the database: bounded too. */
 		PinLockTimeout();
 		BackgroundWorkerInitializeConnectionByOid(database, InvalidOid,
 												  BGWORKER_BYPASS_ALLOWCONN);

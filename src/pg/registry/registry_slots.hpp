@@ -3,14 +3,7 @@
  *	  The shared record of the node registries (SharedState::registries):
  *	  one slot per database whose registry runs or is being started, the
  *	  launcher's pid and problem, and the requests to probe a database
- *	  again.
- *
- * Modes (snowflake.database):
- *	- automatic (''): the "snowflake registry launcher" starts one
- *	  "snowflake registry" worker per database that holds the extension
- *	  (registry_launcher.cpp);
- *	- named: the static "snowflake registry" worker runs in that one
- *	  database, in slot 0, and no launcher runs.
+ *	  again.  In named mode the static registry has slot 0.
  *
  * Who writes what (all under registry_mutex):
  *	- The launcher takes a free slot for a database (kRegistryStarting),
