@@ -199,11 +199,7 @@ PublishFinding(SharedState *state, const SplitBrainPeer *running_peer)
 	bool		collision = running_peer != nullptr;
 	bool was = (pg_atomic_read_u32(&state->registry_findings) & kFindingNodeCollision) != 0;
 	bool any = false;
-	/*
-	 * A worker that has not yet watched a full running window (its first
-	 * round only takes a baseline) cannot tell that a peer stopped: it keeps
-	 * the finding of the registry it replaces in this slot.
-	 */
+	/* Until it has watched a full running window it cannot tell a peer stopped. */
 	bool warming_up = rounds_completed < kRunningWindowIntervals;
 
 	/* Any registry's finding stops generation: the flag is their union. */
@@ -279,9 +275,7 @@ RunningPeer(SharedState *state, const ExtensionTable *nodes,
  * Records why the registry cannot complete a round, or, if "completed",
  * that it just did, with "problem" "" or what cuts its view of the other
  * nodes (replication_check.hpp), and logs each change with "hint", the
- * fix.  While it cannot, the last finding stands: a collision it saw keeps
- * stopping generation under snowflake.on_node_collision = error, since
- * nothing shows the peer gone.
+ * fix.  While it cannot, the last finding stands: nothing shows the peer gone.
  */
 void
 SetRegistryProblem(SharedState *state, const char *problem, const char *hint,
