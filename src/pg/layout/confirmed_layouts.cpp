@@ -106,16 +106,9 @@ ForgetDatabase(Oid database)
 	SpinLockRelease(&confirmed->mutex);
 }
 
-/*
- * A confirmation is keyed by the OIDs of a database and a function, which
- * can come back: CREATE DATABASE ... OID n TEMPLATE t (open to any role
- * with CREATEDB) rebuilds both after a DROP DATABASE, and a dropped
- * extension frees its functions' OIDs.  So creating or dropping a database
- * forgets its confirmations, and dropping an extension those of the
- * current database.  Forgetting too much only sends a session to the full
- * check; an aborted DROP or CREATE forgets harmlessly.
- */
 }							/* namespace */
+
+/* Why (OIDs come back): confirmed_layouts.hpp.  Too much only costs a full check. */
 
 void
 ForgetConfirmedLayoutsOnAccess(ObjectAccessType access, Oid class_id, Oid object_id)

@@ -4,20 +4,13 @@
  *	  with the next ones, so that a new connection's first ID reads no
  *	  catalog.
  *
- * A session's first ID checks that the extension in its database is not
- * older than the library and that the running layout is recorded in the
- * database's snowflake_layout, reading pg_extension, pg_depend and the
- * table: in a new backend, whose catalog caches are cold, that cost more
- * than the rest of the connection.  Once a session has found both, from
- * committed rows, it shares the answer with the server's later sessions in
- * the same database, keyed by the OID of the function called: a DROP and
- * CREATE EXTENSION gives the function a new OID, so a new extension is
- * checked anew; an update only raises the version; the layout changes only
- * with a restart, which empties this memory.  Creating or dropping a
- * database forgets its confirmations (CREATE DATABASE ... OID n TEMPLATE t
- * brings both OIDs back), and dropping an extension those of its database.
- * A later session still reads the history as itself: it needs SELECT on
- * the table, as the check did.
+ * The full check reads pg_extension, pg_depend and the table: in a new
+ * backend, whose catalog caches are cold, that cost more than the rest of
+ * the connection.  When a check is shared: README.md (an update of the
+ * extension only raises its version).  Creating or dropping a database
+ * forgets its confirmations (CREATE DATABASE ... OID n TEMPLATE t brings
+ * both OIDs back), and dropping an extension those of its database.  A
+ * later session still needs SELECT on the table.
  */
 #ifndef SNOWFLAKE_PG_LAYOUT_CONFIRMED_LAYOUTS_HPP
 #define SNOWFLAKE_PG_LAYOUT_CONFIRMED_LAYOUTS_HPP

@@ -1,11 +1,6 @@
 /*
  * layout_registry.cpp
- *	  Reading and extending the snowflake_layout table.
- *
- * The table is found by the extension's membership and read and written by
- * OID through the access methods (pg/extension_table.hpp): recording runs
- * as the table's owner, and no SQL text or schema name takes part, so no
- * renamed schema can hand it another table.
+ *	  Reading and extending the snowflake_layout table (by OID: README.md).
  *
  * The history is cached per backend and reloaded once per transaction, so
  * snowflake_decode() costs one small scan per transaction, not per row.
@@ -96,10 +91,8 @@ CurrentLocalTransactionId(void)
 }
 
 /*
- * Runs what follows under search_path = pg_catalog, pg_temp, so that a
- * trigger or constraint function of the table's owner, running as that
- * owner, does not resolve names in the caller's path.  AtEOXact_GUC(true,
- * level), or the transaction's abort, restores the caller's path.
+ * Runs what follows under search_path = pg_catalog, pg_temp (README.md)
+ * until AtEOXact_GUC(true, level), or the transaction's abort.
  */
 int
 PinSearchPath(void)
@@ -287,12 +280,7 @@ LoadHistory(Oid fn_oid)
 	history_lxid = CurrentLocalTransactionId();
 }
 
-/*
- * Writing the table needs a read-write transaction, as a sequence's
- * nextval() does; a hot standby never gets here (snowflake_nextval()
- * refuses during recovery first), and recovery makes every transaction
- * read-only anyway.
- */
+/* Writing the table needs a read-write transaction (README.md). */
 void
 RefuseIfReadOnly(void)
 {

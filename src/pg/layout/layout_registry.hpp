@@ -5,11 +5,8 @@
  *
  * Layout history: the rows of the extension's snowflake_layout table.  Each
  * row says "IDs from first_id on use this layout".  CREATE EXTENSION records
- * the running layout with first_id 0.  When the server later runs a
- * different layout, it may issue IDs in the database only if every new ID is
- * provably larger than every ID issued under the last recorded layout; it
- * then records itself with first_id set to its smallest possible ID.  So
- * decoding an old ID keeps using the layout it was made with.
+ * the running layout with first_id 0; a provable successor (README.md)
+ * records itself with first_id set to its smallest possible ID.
  *
  * Where two rows share a first_id (a dump restored over the row that
  * CREATE EXTENSION wrote), the one recorded first wins.

@@ -48,6 +48,13 @@ struct ClockPeer
 ClockPeer peers[kMaxClockPeers];
 int peer_count = 0;
 
+/* Whether the peer's clock changed within the running window before "now_us". */
+bool
+ChangedRecently(const ClockPeer &peer, int64 now_us)
+{
+	return peer.changed_at_us != 0 && now_us - peer.changed_at_us <= RunningWindowUs();
+}
+
 ClockPeer *
 FindOrAddPeer(const pg_uuid_t *instance, bool *added)
 {
@@ -102,7 +109,7 @@ InstanceText(const pg_uuid_t *instance)
 void
 ReportChange(ClockPeer *peer, bool running, int64 disagreement, const char *database)
 {
-	int64 size = disagreement < 0 ? -disagreement : disagreement;
+	int64 size = Abs(disagreement);
 	bool beyond = size > g_settings.clock_skew_threshold_ms;
 
 	if (!running && peer->reported_ms != 0)
@@ -145,6 +152,28 @@ ArrayDatum(Datum *elements, int count, Oid type, int length, bool by_value, char
 	return PointerGetDatum(construct_array(elements, count, type, length, by_value, align));
 }
 
+/*
+ * Copies the running registry slot with the largest disagreement that
+ * compared peers ("skewed_only": that found this node skewed); false if none.
+ */
+bool
+LargestSkewSlot(SharedState *state, bool skewed_only, RegistrySlot *out)
+{
+	int64 largest_size = -1;
+
+	SpinLockAcquire(&state->registry_mutex);
+	for (const RegistrySlot &slot : state->registries)
+	{
+		if (slot.phase != kRegistryRunning || Abs(slot.clock_skew_ms) <= largest_size ||
+			(skewed_only ? !slot.clock_skewed : slot.absent || slot.clock_peers == 0))
+			continue;
+		largest_size = Abs(slot.clock_skew_ms);
+		*out = slot;
+	}
+	SpinLockRelease(&state->registry_mutex);
+	return largest_size >= 0;
+}
+
 } // namespace
 
 void
@@ -153,13 +182,11 @@ FillHeartbeatClock(Datum *row)
 	Datum *ids = static_cast<Datum *>(palloc(sizeof(Datum) * Max(peer_count, 1)));
 	Datum *ms = static_cast<Datum *>(palloc(sizeof(Datum) * Max(peer_count, 1)));
 	int count = 0;
-	int64 window_us = int64{kRunningWindowIntervals} * g_settings.registry_interval_ms *
-		1000;
 	int64 now_us = NowMonotonicUs();
 
 	/* Only running peers: a stopped one's last reading proves nothing now. */
 	for (int i = 0; i < peer_count; i++)
-		if (peers[i].changed_at_us != 0 && now_us - peers[i].changed_at_us <= window_us &&
+		if (ChangedRecently(peers[i], now_us) &&
 			peers[i].peer_ahead_ms > g_settings.clock_skew_threshold_ms)
 		{
 			ids[count] = UUIDPGetDatum(&peers[i].instance);
@@ -180,8 +207,6 @@ CompareClocks(SharedState *state, const ExtensionTable *nodes, int slot_index,
 	snowflake::PeerClockReading readings[kMaxClockPeers];
 	int32 node_of[kMaxClockPeers];
 	int count = 0;
-	int64 window_us = int64{kRunningWindowIntervals} * g_settings.registry_interval_ms *
-		1000;
 	int64 now_us = NowMonotonicUs();
 
 	for (int i = 0; i < peer_count; i++)
@@ -231,8 +256,7 @@ CompareClocks(SharedState *state, const ExtensionTable *nodes, int slot_index,
 	for (int i = 0; i < peer_count; i++)
 	{
 		ClockPeer *peer = &peers[i];
-		bool running = peer->seen && peer->changed_at_us != 0 &&
-			now_us - peer->changed_at_us <= window_us;
+		bool running = peer->seen && ChangedRecently(*peer, now_us);
 		int64 disagreement = 0;
 
 		if (running && count < kMaxClockPeers)
@@ -272,52 +296,20 @@ void
 ClockSkewStatus(SharedState *state, int32 *peers_out, int32 *skewed_peers,
 				int64 *largest_ms, bool *compared)
 {
-	int64 largest_size = -1;
+	RegistrySlot slot{};
 
-	*peers_out = 0;
-	*skewed_peers = 0;
-	*largest_ms = 0;
-	*compared = false;
-	SpinLockAcquire(&state->registry_mutex);
-	for (const RegistrySlot &slot : state->registries)
-	{
-		int64 size = slot.clock_skew_ms < 0 ? -slot.clock_skew_ms : slot.clock_skew_ms;
-
-		if (slot.phase != kRegistryRunning || slot.absent || slot.clock_peers == 0 ||
-			size <= largest_size)
-			continue;
-		largest_size = size;
-		*peers_out = slot.clock_peers;
-		*skewed_peers = slot.clock_skewed_peers;
-		*largest_ms = slot.clock_skew_ms;
-		*compared = true;
-	}
-	SpinLockRelease(&state->registry_mutex);
+	*compared = LargestSkewSlot(state, false, &slot);
+	*peers_out = slot.clock_peers;
+	*skewed_peers = slot.clock_skewed_peers;
+	*largest_ms = slot.clock_skew_ms;
 }
 
 void
 ReportClockSkewRefusal(SharedState *state)
 {
-	int32 node = 0;
-	int64 skew = 0;
-	int32 peers_compared = 0;
-	int32 skewed = 0;
-	int64 largest_size = -1;
+	RegistrySlot slot{};
 
-	SpinLockAcquire(&state->registry_mutex);
-	for (const RegistrySlot &slot : state->registries)
-	{
-		int64 size = slot.clock_skew_ms < 0 ? -slot.clock_skew_ms : slot.clock_skew_ms;
-
-		if (slot.phase != kRegistryRunning || !slot.clock_skewed || size <= largest_size)
-			continue;
-		largest_size = size;
-		node = slot.clock_skew_node;
-		skew = slot.clock_skew_ms;
-		peers_compared = slot.clock_peers;
-		skewed = slot.clock_skewed_peers;
-	}
-	SpinLockRelease(&state->registry_mutex);
+	(void) LargestSkewSlot(state, true, &slot);
 	ereport(
 		ERROR,
 		(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -327,8 +319,8 @@ ReportClockSkewRefusal(SharedState *state)
 		 errdetail("It disagrees with %d of the %d running nodes it compared, with node %d "
 				   "by at least " INT64_FORMAT " ms (this node's clock %s), and "
 				   "snowflake.on_clock_skew is \"refuse\".",
-				   skewed, peers_compared, node, skew < 0 ? -skew : skew,
-				   skew > 0 ? "ahead" : "behind"),
+				   slot.clock_skewed_peers, slot.clock_peers, slot.clock_skew_node,
+				   Abs(slot.clock_skew_ms), slot.clock_skew_ms > 0 ? "ahead" : "behind"),
 		 errhint("Find which clock is wrong by comparing each node with a trusted time "
 				 "source, and repair its time synchronization: IDs resume at the next "
 				 "registry round after the clocks agree.  Or set snowflake.on_clock_skew "

@@ -3,17 +3,11 @@
  *	  Clocks compared across nodes through their registry heartbeats.
  *
  * Each heartbeat carries its writer's trusted clock (pg/clock_watch.hpp)
- * at the time of writing, and the running instances whose heartbeats
- * proved their clock ahead of the writer's by more than
- * snowflake.clock_skew_threshold, with how much at least.  Each registry
- * compares the running instances' rows with its own clock
- * (core/clock_skew.hpp: a replication delay can hide a skew, never make
- * one up), keeps the summary in its slot, and logs each peer that starts
- * or stops disagreeing, on both sides: the node behind proves it from the
- * row, the node ahead reads it in the row of the node behind.  While this
- * node disagrees with more than half of its peers, snowflake_nextval()
- * takes its slow path, which refuses IDs under
- * snowflake.on_clock_skew = refuse.
+ * and the running instances whose heartbeats proved their clock ahead of
+ * the writer's beyond snowflake.clock_skew_threshold, with how much at
+ * least: the node behind proves a skew from the row (a replication delay
+ * can hide one, never make one up: core/clock_skew.hpp), the node ahead
+ * reads it in the row of the node behind.
  */
 #ifndef SNOWFLAKE_PG_REGISTRY_CLOCK_SKEW_HPP
 #define SNOWFLAKE_PG_REGISTRY_CLOCK_SKEW_HPP

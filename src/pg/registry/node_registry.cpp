@@ -1,20 +1,9 @@
 /*
  * node_registry.cpp
  *	  The "snowflake registry" background worker of one database:
- *	  heartbeats in its snowflake_nodes and node-id collision detection.
- *
- * In automatic mode (snowflake.database = '') the launcher starts one per
- * database, connected by OID (registry_launcher.cpp); a worker that finds
- * no snowflake_nodes there says so in its slot and exits quietly.  In
- * named mode it is the static worker, connected to the database named.
- *
- * Each round runs in its own transaction.  An error in a round (say, the
- * extension was dropped) is logged and the next round starts afresh; the
- * worker itself keeps no state across rounds but the beat counts it saw.
- *
- * The worker parses no SQL: it finds snowflake_nodes by the extension's
- * membership and touches it by OID (pg/extension_table.hpp), so renaming
- * schemas cannot hand it another table.
+ *	  heartbeats in its snowflake_nodes and node-id collision detection
+ *	  (modes and invariants: README.md).  It keeps no state across rounds
+ *	  but the beat counts and clocks it saw.
  */
 extern "C"
 {
@@ -139,7 +128,6 @@ const PeerBeat *
 FindRunningPeer(SharedState *state, const ExtensionTable *nodes)
 {
 	int64		now_us = NowMonotonicUs();
-	int64		window_us = int64{kRunningWindowIntervals} * g_settings.registry_interval_ms * 1000;
 	ExtensionTableScan scan;
 	Datum row[kNodeColumnCount];
 
@@ -191,7 +179,7 @@ FindRunningPeer(SharedState *state, const ExtensionTable *nodes)
 			continue;
 		peers[kept] = peers[i];
 		if (running < 0 && peers[kept].advanced_at_us != 0 &&
-			now_us - peers[kept].advanced_at_us <= window_us)
+			now_us - peers[kept].advanced_at_us <= RunningWindowUs())
 			running = kept;
 		kept++;
 	}
@@ -211,11 +199,7 @@ PublishFinding(SharedState *state, const SplitBrainPeer *running_peer)
 	bool		collision = running_peer != nullptr;
 	bool was = (pg_atomic_read_u32(&state->registry_findings) & kFindingNodeCollision) != 0;
 	bool any = false;
-	/*
-	 * A worker that has not yet watched a full running window (its first
-	 * round only takes a baseline) cannot tell that a peer stopped: it keeps
-	 * the finding of the registry it replaces in this slot.
-	 */
+	/* Until it has watched a full running window it cannot tell a peer stopped. */
 	bool warming_up = rounds_completed < kRunningWindowIntervals;
 
 	/* Any registry's finding stops generation: the flag is their union. */
@@ -291,9 +275,7 @@ RunningPeer(SharedState *state, const ExtensionTable *nodes,
  * Records why the registry cannot complete a round, or, if "completed",
  * that it just did, with "problem" "" or what cuts its view of the other
  * nodes (replication_check.hpp), and logs each change with "hint", the
- * fix.  While it cannot, the last finding stands: a collision it saw keeps
- * stopping generation under snowflake.on_node_collision = error, since
- * nothing shows the peer gone.
+ * fix.  While it cannot, the last finding stands: nothing shows the peer gone.
  */
 void
 SetRegistryProblem(SharedState *state, const char *problem, const char *hint,
@@ -349,17 +331,9 @@ const char *const kRoundFailedHint =
 /*
  * One round in its own transaction.  Returns false if the registry table
  * does not exist in this database; else *cut is NULL or what cuts the
- * table's replication, its fix in *cut_hint.
- *
- * The worker connected as the bootstrap superuser (a background worker
- * needs a role to connect as), but the round runs as the owner of
- * snowflake_nodes, under SECURITY_RESTRICTED_OPERATION, as VACUUM runs as
- * a table's owner: a trigger or constraint on the table runs with no more
- * rights than its owner has anyway.  Only finding and opening the table,
- * catalog reads by OID that resolve no name, run as the superuser.  No
- * trigger fires at commit: a table with a deferrable one is not written
- * (see extension_table.hpp), and the transaction commits before the
- * identity is restored anyway.  An error's abort restores it.
+ * table's replication, its fix in *cut_hint.  Only finding and opening the
+ * table (catalog reads by OID) run as the superuser; the rest as the
+ * table's owner, as VACUUM does.  An error's abort restores the identity.
  */
 bool
 RunRound(SharedState *state, const char **cut, const char **cut_hint)
@@ -419,13 +393,7 @@ Pin(const char *name, const char *value)
 	SetConfigOption(name, value, PGC_SUSET, PGC_S_OVERRIDE);
 }
 
-/*
- * A lock the registry waits for longer than this fails the wait: the
- * registry interval, at least 1 s.  The owner of a database can queue a
- * lock (VACUUM FULL behind an open ANALYZE, ALTER DATABASE ... RENAME left
- * open) that would otherwise hold a round, or the connection, forever,
- * silently.
- */
+/* The registry interval, at least 1 s: a lock the owner queues holds no round forever. */
 void
 PinLockTimeout(void)
 {
@@ -436,16 +404,9 @@ PinLockTimeout(void)
 }
 
 /*
- * The worker runs in a database that others may own, who can set what its
- * sessions start with (ALTER DATABASE ... SET).  It parses no SQL, but a
- * trigger or constraint on the table may call functions, so the path is
- * fixed.  And none of the owner's settings for its clients may turn the
- * detection of node-id collisions off: transactions are read-write, a
- * round that waits for a lock fails after the server's lock_timeout
- * (PinLockTimeout), reported, and an error ends the round, reported, not
- * the worker (exit_on_error would make it FATAL, which no round reports).
- * The session user may be changed by a database's session_authorization
- * setting; rounds do not use it (they run as the table's owner).
+ * No ALTER DATABASE ... SET of the database's owner may turn detection off
+ * (README.md); the path is fixed because a trigger on the table may call
+ * functions.
  */
 void
 PinSettings(void)
@@ -610,13 +571,7 @@ ConnectRegistry(SharedState *state, Oid database)
 		if (!ClaimLaunchedSlot(state, database))
 			proc_exit(0);
 		before_shmem_exit(ReleaseRegistrySlot, 0);
-		/*
-		 * A connection waits for a lock on the database (InitPostgres), which
-		 * an open ALTER DATABASE ... RENAME holds: the wait fails after the
-		 * lock_timeout, the worker exits and its slot says so.  A database
-		 * that has a registry keeps it even if it is made a template or
-		 * refuses connections; the launcher decides where to connect.
-		 */
+		/* InitPostgres waits for a lock on the database: bounded too. */
 		PinLockTimeout();
 		BackgroundWorkerInitializeConnectionByOid(database, InvalidOid,
 												  BGWORKER_BYPASS_ALLOWCONN);

@@ -17,9 +17,6 @@
  * beats rather than comparing timestamps needs no agreement between the
  * nodes' clocks, and rows left by this server's own earlier runs never
  * advance, so a restart is not mistaken for a collision.
- *
- * On a collision the worker logs a WARNING, flags it in snowflake_status(),
- * and with snowflake.on_node_collision = error stops generation.
  */
 #ifndef SNOWFLAKE_PG_NODE_REGISTRY_HPP
 #define SNOWFLAKE_PG_NODE_REGISTRY_HPP

@@ -18,6 +18,7 @@ extern "C"
 }
 
 #include "pg/extension_table.hpp"
+#include "pg/settings.hpp"
 
 enum NodeColumn
 {
@@ -65,6 +66,13 @@ inline const ExtensionTableShape kNodesShapeBefore16 = {"snowflake_nodes", kNode
  * many of our intervals: heartbeats arrive through replication, in bursts.
  */
 constexpr int kRunningWindowIntervals = 3;
+
+/* That window, in microseconds, at the current snowflake.registry_interval. */
+inline int64
+RunningWindowUs(void)
+{
+	return int64{kRunningWindowIntervals} * g_settings.registry_interval_ms * 1000;
+}
 
 /* Whether an open snowflake_nodes has the columns of 1.6: the clock. */
 inline bool

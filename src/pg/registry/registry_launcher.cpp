@@ -2,25 +2,7 @@
  * registry_launcher.cpp
  *	  The "snowflake registry launcher" (automatic mode, snowflake.database
  *	  = ''): one node registry in every database that holds the extension.
- *
- * It connects to no database, as autovacuum's launcher does, and resolves
- * no name: it lists the databases by a heap scan of pg_database and starts,
- * for each database it has not probed yet (by the scan, those that allow
- * connections and are not templates: a session in a template would block
- * CREATE DATABASE; any that a session's first ID asked for), a dynamic
- * "snowflake registry" worker connected by OID
- * (node_registry.cpp).  That worker either finds the extension and stays,
- * running rounds, or marks its slot absent and exits.  The launcher lists
- * the databases again at every wake: every snowflake.registry_interval,
- * when a registry starts or stops (bgw_notify_pid), and when a committed
- * CREATE or ALTER EXTENSION asks it to probe a database again
- * (registry_requests.cpp).
- *
- * A registry that exited without saying why is started again at the next
- * interval, whatever its database's flags became; only a database that is
- * gone frees its slot.  At most
- * kProbesInFlight probes run at once, so that a server with many
- * databases does not take every background worker slot at its start.
+ *	  When it probes, restarts and frees registries: README.md.
  */
 extern "C"
 {
@@ -76,22 +58,16 @@ struct KnownDatabase
 /* The databases probed and found without the extension. */
 List *absent_databases = NIL;
 
-/*
- * Databases a session asked to probe at its first ID or lease: probed even
- * if they refuse connections (the session got in before), never if a
- * template (a registry there would block CREATE DATABASE from it).
- */
+/* Databases a session asked to probe at its first ID or lease. */
 List *requested_databases = NIL;
 
 /* The handles of the registries this launcher started, by slot. */
 BackgroundWorkerHandle *handles[kRegistrySlotCount];
 
 /*
- * The databases, read by a heap scan of pg_database (no name is resolved),
- * into "context": all but those half dropped.  Templates and databases
- * that refuse connections are listed too (a registry that runs there
- * keeps running), marked not to be probed by a scan: a session in a
- * template would block CREATE DATABASE.
+ * The databases, read by a heap scan of pg_database, into "context": all
+ * but those half dropped; templates and those refusing connections too (a
+ * registry that runs there keeps running), marked not to be probed.
  */
 KnownDatabase *
 ListDatabases(MemoryContext context, int *count)
@@ -126,11 +102,7 @@ ListDatabases(MemoryContext context, int *count)
 		databases[*count].name = database->datname;
 		databases[*count].probe_by_scan = database->datallowconn &&
 			!database->datistemplate;
-		/*
-		 * Never a new registry in a template, whoever asks: it would keep a
-		 * session there and block CREATE DATABASE from it.  IDs and leases
-		 * are refused in a template (RefuseInTemplateDatabase).
-		 */
+		/* A session in a template would block CREATE DATABASE from it. */
 		databases[*count].probe_on_request = !database->datistemplate;
 		(*count)++;
 	}
@@ -439,10 +411,9 @@ KeepListedDatabases(List *oids, const KnownDatabase *databases, int count)
 }
 
 /*
- * Probes the databases that have no slot and were not found absent: by
- * the scan, those that allow connections and are not templates; any
- * database a session asked for.  At most kProbesInFlight at once.  Names
- * the databases no slot is left for in "unplaced_names"; returns how many.
+ * Probes the databases that have no slot and were not found absent, at
+ * most kProbesInFlight at once.  Names the databases no slot is left for
+ * in "unplaced_names"; returns how many.
  */
 int
 StartProbes(SharedState *state, RegistrySlot *slots, const KnownDatabase *databases,

@@ -7,14 +7,8 @@
  * The probe is asked for at commit: a registry started before it would not
  * see the extension.  The object-access hook runs before the new row is
  * visible, so it notes the extension's OID, and the check that it is
- * snowflake runs at pre-commit, by OID, as the session's own user.
- *
- * dropdb() calls the drop hook before it counts the other sessions in the
- * database (CountOtherDBBackends, which waits up to 5 s for them to exit),
- * in PostgreSQL 15 to 18: the registry gets SIGTERM and is gone in time.
- * The hook also runs before dropdb()'s other checks, so a DROP that may
- * still fail stops the registry too: the launcher then starts it again in
- * the same slot, with its finding, once that transaction has ended.
+ * snowflake runs at pre-commit, by OID, as the session's own user.  Why
+ * the drop hook stops the registry in time: README.md.
  */
 extern "C"
 {

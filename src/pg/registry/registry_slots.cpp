@@ -109,11 +109,7 @@ StopRegistryOfDatabase(Oid database)
 	for (int i = 0; i < count; i++)
 		(void) kill(pids[i], SIGTERM);
 
-	/*
-	 * DROP DATABASE WITH (FORCE) by a role that is not a superuser refuses to
-	 * terminate a superuser's process, and the registry runs as one: wait
-	 * (as CountOtherDBBackends would, 5 s) until it has left the database.
-	 */
+	/* WITH (FORCE) by a non-superuser cannot terminate it: wait 5 s, as dropdb() would. */
 	for (int i = 0; i < count; i++)
 		for (int tick = 0; tick < 500 && BackendPidGetProc(pids[i]) != nullptr; tick++)
 		{
@@ -194,11 +190,7 @@ RegistryStatus(SharedState *state, char **problems)
 	return oldest;
 }
 
-/*
- * No registry runs in a template (it would keep a session there and block
- * CREATE DATABASE from it), so no IDs are issued there either: their node
- * id would go unwatched.  Read by OID from the syscache.
- */
+/* No registry runs in a template (README.md); read by OID from the syscache. */
 void
 RefuseInTemplateDatabase(void)
 {

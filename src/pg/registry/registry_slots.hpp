@@ -3,14 +3,7 @@
  *	  The shared record of the node registries (SharedState::registries):
  *	  one slot per database whose registry runs or is being started, the
  *	  launcher's pid and problem, and the requests to probe a database
- *	  again.
- *
- * Modes (snowflake.database):
- *	- automatic (''): the "snowflake registry launcher" starts one
- *	  "snowflake registry" worker per database that holds the extension
- *	  (registry_launcher.cpp);
- *	- named: the static "snowflake registry" worker runs in that one
- *	  database, in slot 0, and no launcher runs.
+ *	  again.  In named mode the static registry has slot 0.
  *
  * Who writes what (all under registry_mutex):
  *	- The launcher takes a free slot for a database (kRegistryStarting),
@@ -45,24 +38,16 @@ void WakeRegistryLauncher(SharedState *state);
 void RequestRegistryProbe(Oid database, bool whatever_flags);
 
 /*
- * At a session's first ID or lease (automatic mode): refuses a template
- * (RefuseInTemplateDatabase), and asks the launcher to probe this database
- * if no registry runs or starts there, as after a restart when the
- * database refuses connections, which the launcher's scan skips.  Once
- * per session: nothing on the hot path.
+ * At a session's first ID or lease (automatic mode): refuses a template,
+ * and asks for a probe if no registry runs or starts here.  Once per
+ * session: nothing on the hot path.
  */
 void RequestRegistryOnceIfMissing(void);
 
 /* ERROR (55000) in a template database: no registry runs there. */
 void RefuseInTemplateDatabase(void);
 
-/*
- * Asks the registry connected to "database" to exit, and waits up to 5 s
- * for it to go, so that DROP DATABASE, WITH (FORCE) too, by any role that
- * may drop the database is not refused because of it (as timescaledb
- * stops its scheduler).  A DROP that then fails restarts the registry in
- * its slot, with its finding.
- */
+/* Asks the registry of "database" to exit, and waits up to 5 s (README.md). */
 void StopRegistryOfDatabase(Oid database);
 
 /*

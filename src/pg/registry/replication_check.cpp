@@ -57,28 +57,16 @@ Remember(Tracked *set, Oid oid)
 		set->oids[set->count++] = oid;
 }
 
-/* Forgets the OIDs "exists" says are gone (dropped). */
+/* Forgets the OIDs gone (dropped) from the syscache "cache_id". */
 void
-ForgetDropped(Tracked *set, bool (*exists)(Oid))
+ForgetDropped(Tracked *set, int cache_id)
 {
 	int kept = 0;
 
 	for (int i = 0; i < set->count; i++)
-		if (exists(set->oids[i]))
+		if (SearchSysCacheExists1(cache_id, ObjectIdGetDatum(set->oids[i])))
 			set->oids[kept++] = set->oids[i];
 	set->count = kept;
-}
-
-bool
-PublicationExists(Oid oid)
-{
-	return SearchSysCacheExists1(PUBLICATIONOID, ObjectIdGetDatum(oid));
-}
-
-bool
-SubscriptionExists(Oid oid)
-{
-	return SearchSysCacheExists1(SUBSCRIPTIONOID, ObjectIdGetDatum(oid));
 }
 
 char *
@@ -111,8 +99,8 @@ CheckNodesReplication(Relation nodes, const char **hint)
 	List *carrying = CarryingPublications(nodes);
 	const char *problem = nullptr;
 
-	ForgetDropped(&publications, PublicationExists);
-	ForgetDropped(&subscriptions, SubscriptionExists);
+	ForgetDropped(&publications, PUBLICATIONOID);
+	ForgetDropped(&subscriptions, SUBSCRIPTIONOID);
 
 	for (int i = 0; i < publications.count && problem == nullptr; i++)
 		if (!list_member_oid(carrying, publications.oids[i]))

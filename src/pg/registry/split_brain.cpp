@@ -3,12 +3,10 @@
  *	  A promoted standby and its still-running old primary notice each
  *	  other through physical replication (split_brain.hpp).
  *
- * libpq is linked into the module, as libpqwalreceiver links it.  The
- * connection is made with the server's own primary_conninfo; the probe
- * adds replication=true (a walsender: no database, no SQL) and our
- * application name.  libpq's asynchronous calls and the worker's latch
- * bound every wait (kProbeTimeoutMs), and SIGTERM ends it.  Plain C structs only: libpq
- * reports errors by return value, so no longjmp crosses a C++ frame here.
+ * The probe adds replication=true (a walsender: no database, no SQL) and
+ * our application name to the server's own primary_conninfo; SIGTERM ends
+ * a wait.  Plain C structs only: libpq reports errors by return value, so
+ * no longjmp crosses a C++ frame here.
  */
 extern "C"
 {
@@ -19,8 +17,10 @@ extern "C"
 #include "miscadmin.h"			/* has_rolreplication, B_WAL_SENDER */
 #include "storage/latch.h"      /* WL_SOCKET_READABLE */
 #include "utils/backend_status.h"
+#include "utils/builtins.h" /* uuid_out */
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
+#include "utils/uuid.h"
 
 #include "libpq-fe.h"
 }
@@ -73,12 +73,7 @@ WaitForOldPrimary(int socket_events, TimestampTz deadline)
 void
 FormatInstanceId(const pg_uuid_t *id, char *out, size_t size)
 {
-	const unsigned char *b = id->data;
-
-	snprintf(out, size,
-			 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-			 b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-			 b[13], b[14], b[15]);
+	strlcpy(out, DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(id))), size);
 }
 
 /*
@@ -105,15 +100,23 @@ Disconnect(void)
 	connected_conninfo = nullptr;
 }
 
-/* Logs a failed query once until a probe succeeds, and disconnects. */
+/*
+ * Logs a failed query ("command") or connection (NULL) and disconnects;
+ * once until a probe succeeds: a stopped old primary is the normal case.
+ */
 void
 ReportNoAnswer(const char *command, const char *why)
 {
-	if (!reported_failure)
+	if (!reported_failure && command != nullptr)
 		ereport(LOG,
 				(errmsg("snowflake registry: the server in primary_conninfo did not answer "
 						"\"%s\": %s",
 						command, why)));
+	else if (!reported_failure)
+		ereport(LOG,
+				(errmsg("snowflake registry: no replication connection to the "
+						"server in primary_conninfo: %s",
+						why)));
 	reported_failure = true;
 	Disconnect();
 }
@@ -171,20 +174,6 @@ AskOne(const char *command, char *out, size_t size, TimestampTz deadline)
 	return ok;
 }
 
-/* Logs a failed connection once until a probe succeeds, and disconnects. */
-void
-ReportNoConnection(const char *why)
-{
-	/* Once until a probe succeeds: a stopped old primary is the normal case. */
-	if (!reported_failure)
-		ereport(LOG,
-				(errmsg("snowflake registry: no replication connection to the "
-						"server in primary_conninfo: %s",
-						why)));
-	reported_failure = true;
-	Disconnect();
-}
-
 /* Connects without blocking (libpq's PQconnectPoll), bounded by kProbeTimeoutMs. */
 bool
 Connect(SharedState *state)
@@ -200,7 +189,7 @@ Connect(SharedState *state)
 	old_primary = PQconnectStartParams(keywords, values, 1);
 	if (old_primary == nullptr)
 	{
-		ReportNoConnection("out of memory");
+		ReportNoAnswer(nullptr, "out of memory");
 		return false;
 	}
 	for (PostgresPollingStatusType polling = PGRES_POLLING_WRITING;;
@@ -208,7 +197,7 @@ Connect(SharedState *state)
 	{
 		if (PQstatus(old_primary) == CONNECTION_BAD || polling == PGRES_POLLING_FAILED)
 		{
-			ReportNoConnection(PQerrorMessage(old_primary));
+			ReportNoAnswer(nullptr, PQerrorMessage(old_primary));
 			return false;
 		}
 		if (polling == PGRES_POLLING_OK)
@@ -217,7 +206,7 @@ Connect(SharedState *state)
 																  WL_SOCKET_WRITEABLE,
 							   deadline))
 		{
-			ReportNoConnection("no connection within the probe's timeout (2 s)");
+			ReportNoAnswer(nullptr, "no connection within the probe's timeout (2 s)");
 			return false;
 		}
 	}

@@ -4,16 +4,12 @@
  *	  sides, where physical replication (not snowflake_nodes) still links
  *	  them.
  *
- * The promoted side: while primary_conninfo is still set on a primary, its
- * registry keeps a physical replication connection (replication=true: no
- * database, no SQL, no object name) to that server, named
- * "snowflake registry node <id> instance <uuid>", and asks it
- * IDENTIFY_SYSTEM, SHOW snowflake.node_id and SHOW in_hot_standby.  The
- * same system identifier, the same node id and not a standby: the old
- * primary runs.  The old primary's side: a walsender in its backend status
- * array (shared memory) whose application name carries its node id and
- * another instance id, and whose role is a superuser or has REPLICATION
- * (an ordinary role cannot fake one and stop IDs).
+ * The promoted side asks, over a physical replication connection named
+ * "snowflake registry node <id> instance <uuid>", IDENTIFY_SYSTEM, SHOW
+ * snowflake.node_id and SHOW in_hot_standby (README.md).  The old primary
+ * sees that walsender in its backend status array only if its role is a
+ * superuser or has REPLICATION (an ordinary role cannot fake one and stop
+ * IDs).
  */
 #ifndef SNOWFLAKE_PG_REGISTRY_SPLIT_BRAIN_HPP
 #define SNOWFLAKE_PG_REGISTRY_SPLIT_BRAIN_HPP

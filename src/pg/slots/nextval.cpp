@@ -2,17 +2,9 @@
  * nextval.cpp
  *	  snowflake_nextval() and snowflake_release_worker().
  *
- * The first call in a session does the slow work once: it warns if the
- * extension in this database is older than the library, checks that the
- * running layout may issue IDs in this database, attaches to the
- * least-loaded worker slot and raises the slot's mark past the floor, the
- * newest millisecond of any slot and the session's own last ID.  Every
- * later call is the hot path: one clock read, one read of the shared
- * reservation, one compare-and-swap of the slot's mark (which a session
- * alone on its slot never loses), and one plain store of the session's
- * count.  No lock, no allocation, no WAL.  Leaving the hot path: waiting
- * for the clock (bounded by snowflake.clock_wait_timeout), and, rarely,
- * extending the reservation when the background worker has not.
+ * The first call in a session does the slow work once (PrepareGenerator);
+ * every later call is the hot path (README.md), left only to wait for the
+ * clock or, rarely, to extend the reservation the background worker has not.
  */
 extern "C"
 {

@@ -2,16 +2,14 @@
  * worker_slot.hpp
  *	  Attaching sessions to worker slots, and detaching them.
  *
- * A backend is attached to at most one slot, and any number of backends
- * may be attached to one slot: a session never waits for a slot and is
- * never refused one.  A session attaches to the least-loaded slot on its
- * first snowflake_nextval().  The attachment takes a session-level advisory
- * lock on (database 0, kSlotLockClass, worker_id) in ShareLock mode, so
- * that pg_locks shows every session of every slot and the lock dies with
- * the session like a ZooKeeper ephemeral node.  The lock is for display:
- * the slot's session count is what attaching trusts, because
- * pg_advisory_unlock_all() and DISCARD ALL drop every session advisory lock
- * of the session.
+ * Any number of backends may be attached to one slot: a session never
+ * waits for a slot and is never refused one.  The attachment takes a
+ * session-level advisory lock on (database 0, kSlotLockClass, worker_id)
+ * in ShareLock mode, so that pg_locks shows every session of every slot
+ * and the lock dies with the session like a ZooKeeper ephemeral node.
+ * The lock is for display: the slot's session count is what attaching
+ * trusts, because pg_advisory_unlock_all() and DISCARD ALL drop every
+ * session advisory lock of the session.
  */
 #ifndef SNOWFLAKE_PG_WORKER_SLOT_HPP
 #define SNOWFLAKE_PG_WORKER_SLOT_HPP
