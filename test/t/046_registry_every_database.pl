@@ -1,10 +1,5 @@
-# snowflake.database = '' (the default): the "snowflake registry launcher"
-# runs a node registry in every database that holds the extension, and in
-# no other.  Proves it for databases with and without it, CREATE EXTENSION
-# after the start, DROP EXTENSION and DROP DATABASE (quiet, no problem
-# left), a terminated registry (reported, restarted), too few worker slots
-# and more databases than the 16 registry slots (a problem naming them,
-# with a WARNING whose HINT gives the fix; gone once fixed).
+# snowflake.database = '' (the default): the registry launcher runs a
+# registry in every database that holds the extension, and in no other.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;

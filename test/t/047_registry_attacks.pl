@@ -1,13 +1,6 @@
-# The node registry in automatic mode against a database owner ("mallory",
-# owner of "app"), with a peer heartbeating this node_id in app and
-# on_node_collision = error.  Proves that the collision stands through
-# (1) failing DROP DATABASEs, from app and from elsewhere, while successful
-# ones are not held up; (2) a round queued behind VACUUM FULL, which fails
-# after its lock_timeout and is reported; (3) app made a template or closed
-# to connections (no registry and no ID in a template; the extension in
-# template1); (4) probes blocked by open renames, reported by name; (5) a
-# CREATE EXTENSION by two-phase commit, whose first ID starts the registry;
-# (6) in named mode, a restarted static registry.
+# The registry in automatic mode against a database owner ("mallory", owner
+# of "app"), with a peer heartbeating this node_id in app and
+# on_node_collision = error: the collision must stand through all of it.
 use strict;
 use warnings;
 use IPC::Run;

@@ -1,10 +1,6 @@
 # Keys converted to the type snowflake (docs/snowflake-type.md's recipe)
-# survive pg_dump and restore, custom and plain, into this cluster and one
-# with another node id: types, constraints and indexes as the source's and
-# enforced (23503, 23505), identical rows, keys as JSON strings, new IDs
-# above the restored ones.  A dump taken before the conversion, restored
+# survive pg_dump and restore; a dump taken before the conversion, restored
 # and converted, gives the same database.
-
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;

@@ -1,11 +1,7 @@
 # snowflake's metrics through the real postgres_exporter, run as
-# docs/operations.md says, and the log's warning while the layout has less
-# than a year left.  A layout of 34 timestamp bits from an epoch 100 days
-# back, under libfaketime at noon UTC (no step crosses midnight).  For every
-# metric the test checks its name, its TYPE and a value that a step moved:
-# IDs, reservations, slots and sessions, leases by state, a failing registry
-# round and a collision, a clock step back of 600 s and an overflow wait, and
-# a day ahead, which lowers the horizon and warns exactly once more.
+# docs/operations.md says, and the horizon warning.  A layout of 34
+# timestamp bits from an epoch 100 days back, under libfaketime at noon UTC
+# (no step crosses midnight).
 use strict;
 use warnings;
 use HTTP::Tiny;

@@ -1,7 +1,4 @@
-# A lease belongs to a worker id whatever the node id: a node id changed
-# and back within a lease's ttl keeps the live lease (not renewed or leased
-# again under node 2, which refuses a grant while it runs), and no grant
-# under either node id overlaps its window.
+# A lease belongs to a worker id whatever the node id.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;

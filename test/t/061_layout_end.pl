@@ -1,10 +1,5 @@
 # Nothing past the layout's end: 31 timestamp bits from an epoch that ends
-# them 90 s after the start, reserve_ahead = 60s.  Proves that the
-# reservation stops at the last millisecond, on the primary and its standby;
-# that the standby, restarted and promoted, refuses IDs with 54000 and a
-# DETAIL (no WARNING about the clock); so do a crash restart and a start
-# after an immediate shutdown; and that a damaged reservation file's HINT
-# proposes the last millisecond, with which the server starts.
+# them 90 s after the start, reserve_ahead = 60s.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;

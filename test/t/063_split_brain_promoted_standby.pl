@@ -1,11 +1,6 @@
 # A standby promoted while its old primary runs (split brain, one node id):
-# the promoted server's registry probes the old primary over primary_conninfo
-# (a walsender named "snowflake node <id> <instance>"), and the old primary's
-# registry sees that walsender.  Both report node_collision, log the WARNING
-# and refuse IDs (55000).  A forged application name triggers nothing, a
-# normal failover reports nothing, and the old primary started again beside
-# the promoted one is detected again.
-
+# the promoted server's registry probes the old primary over
+# primary_conninfo, and the old primary's registry sees that walsender.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;

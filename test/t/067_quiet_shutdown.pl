@@ -1,8 +1,5 @@
-# The extension's background workers stop quietly: smart and fast shutdowns
-# with the reservation worker, the launcher and a registry (automatic and
-# named mode) log nothing at WARNING or above and each worker exits with 0.
-# Outside a shutdown, a terminated worker logs one LOG line, exits with 1
-# and is restarted, also when postmaster.pid's "stopping" was forged.
+# The extension's background workers stop quietly, and a terminated one
+# outside a shutdown is restarted.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;

@@ -1,7 +1,5 @@
-# A layout change under a lease of the old layout: one ending within the
-# layout check's 24 h reach is accepted; one reaching further (after a
-# clock step back) is refused at start (55000, naming the lease); with the
-# old layout restored the server starts and keeps the lease.
+# A layout change under a lease of the old layout: within the layout
+# check's 24 h reach it is accepted, beyond it refused.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;

@@ -1,9 +1,5 @@
 # Damage to snowflake.clock and snowflake.primary_settings (015 covers the
-# others).  A damaged clock record refuses the start (XX001, HINT: remove
-# it); removed, IDs continue above the earlier ones.  A standby's damaged
-# primary_settings stops recovery (XX001, HINT: copy or remove it), and
-# each fix starts it streaming; on a primary, a damaged one after a crash
-# does not stop the restart and is written whole again.
+# others).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;

@@ -1,9 +1,6 @@
-# A snowflake.clock whose boot times lie after the current boot time (a
-# damaged or forged file of this boot) is refused at start, naming the file
-# and the fix, instead of holding a step "pending" until that boot time
-# comes: with a trusted offset a day behind, every snowflake_nextval()
-# would wait and fail for years.  Removing the file, as the hint says,
-# starts the server.
+# A snowflake.clock whose boot times lie after the current boot time would
+# hold a step "pending" until then: with a trusted offset a day behind,
+# every snowflake_nextval() would wait and fail for years.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
