@@ -15,14 +15,6 @@ my ($primary, $standby) = SnowflakeStandby::primary_with_standbys(
 		'snowflake.node_id' => 3
 	});
 
-sub write_file
-{
-	my ($file, $content) = @_;
-	open my $fh, '>', $file or die "could not write $file: $!";
-	print $fh $content;
-	close $fh or die "could not close $file: $!";
-}
-
 # --- snowflake.clock on the primary ---
 my $max_before = $primary->safe_psql('postgres',
 	'SELECT max(snowflake_nextval()) FROM generate_series(1, 1000)');
@@ -39,7 +31,7 @@ for my $case (
 	[ 'too few fields', "1 2 3\n", 'The line holds 3 space-separated fields, not 9.' ])
 {
 	my ($name, $content, $detail) = @$case;
-	write_file($clock_file, $content);
+	SnowflakeTest::write_file($clock_file, $content);
 	my $log = SnowflakeTest::start_refused($primary,
 		"snowflake.clock $name: the server refuses to start");
 	like($log,
@@ -88,7 +80,7 @@ sub standby_refused
 	$primary->safe_psql('postgres', 'CREATE TABLE wal_written (); DROP TABLE wal_written');
 	standby_replays() or die 'the standby does not replay';
 	$standby->stop;
-	write_file($standby_file, $content);
+	SnowflakeTest::write_file($standby_file, $content);
 	my $log = SnowflakeTest::start_refused($standby,
 		"snowflake.primary_settings $name: the standby's recovery stops");
 	like($log,
@@ -102,7 +94,7 @@ sub standby_refused
 
 (my $junk = $settings) =~ s/^3 /three /;
 standby_refused('junk', $junk, '"three" is not a decimal integer.');
-write_file($standby_file, slurp_file($primary_file));
+SnowflakeTest::write_file($standby_file, slurp_file($primary_file));
 ok($standby->start(fail_ok => 1), "the primary's file copied: the standby starts");
 ok(standby_replays(), "and replays the primary's WAL");
 
@@ -113,7 +105,7 @@ ok(standby_replays(), "and replays the primary's WAL");
 
 # --- snowflake.primary_settings on the primary, after a crash ---
 $primary->stop('immediate');
-write_file($primary_file, "junk\n");
+SnowflakeTest::write_file($primary_file, "junk\n");
 ok($primary->start(fail_ok => 1),
 	'a damaged primary_settings on a primary: its crash recovery does not stop');
 ok( SnowflakeTest::wait_until(
