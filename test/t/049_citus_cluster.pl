@@ -1,9 +1,9 @@
-# Snowflake IDs on a Citus cluster set up with docs/citus.md's blocks (the
-# first three through SnowflakeCitus.pm): a coordinator (node id 1) and
-# workers 2 and 3 (Citus 14: skipped on 15).
+# Snowflake IDs on a Citus cluster set up with docs/citus.md's blocks
+# (settings, every-node, coordinator, tables; the first three through
+# SnowflakeCitus.pm): a coordinator (node id 1) and workers 2 and 3 (Citus
+# 14: skipped on 15).
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeCitus;
