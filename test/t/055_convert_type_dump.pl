@@ -3,7 +3,6 @@
 # and converted, gives the same database.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use Test::More;
@@ -250,7 +249,7 @@ SELECT count(*) FROM order_lines WHERE order_id > :max_order;
 		"$db: DEFAULT snowflake_nextval() issues IDs above the restored ones, from node $node_id");
 }
 
-# --- restores of the converted database -------------------------------------------
+# --- restores of the converted database; then of the dump taken before, converted
 for my $target ([ $node, 0 ], [ $other, 1 ])
 {
 	my ($n, $node_id) = @$target;
@@ -261,12 +260,6 @@ for my $target ([ $node, 0 ], [ $other, 1 ])
 		restore($n, $db, "$dir/$file");
 		check_copy($n, $db, $node_id);
 	}
-}
-
-# --- a dump taken before the conversion, restored, then converted -------------------
-for my $target ([ $node, 0 ], [ $other, 1 ])
-{
-	my ($n, $node_id) = @$target;
 	my $db = "node${node_id}_before";
 	restore($n, $db, "$dir/before.dump");
 	is(columns($n, $db), $bigint_columns, "$db: restored as bigint");

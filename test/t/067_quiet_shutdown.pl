@@ -2,7 +2,6 @@
 # outside a shutdown is restarted.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeTest;
@@ -99,9 +98,7 @@ like($log,
 	qr/background worker "snowflake reservation" \(PID $pids->{'snowflake reservation'}\) exited with exit code 1/,
 	'under a forged "stopping", a terminated worker exits with code 1 and is started again');
 unlike($log, qr/snowflake reservation shutting down/, 'and does not take the forged status for a shutdown');
-open my $fh, '>', $pidfile or die "open $pidfile: $!";
-print $fh $genuine;
-close $fh;
+SnowflakeTest::write_file($pidfile, $genuine);
 $node->stop('fast');
 
 # The registry of a named database stops as quietly.

@@ -4,7 +4,6 @@
 use strict;
 use warnings;
 use File::Copy;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use SnowflakeUpgrade;
@@ -113,9 +112,7 @@ $none->stop;
 $none->append_conf('postgresql.conf', "snowflake.lease_workers = 2\n");
 SnowflakeTest::start_refused($none, 'raised to 2, it does not start');
 append_to_file($none->data_dir . '/snowflake.lease_state', '');
-open my $fh, '>', $none->data_dir . '/snowflake.leases' or die $!;
-print $fh "$worker_bits 0\n";
-close $fh;
+SnowflakeTest::write_file($none->data_dir . '/snowflake.leases', "$worker_bits 0\n");
 $none->start;
 ok(!-e $none->data_dir . '/snowflake.upgraded',
 	'an empty lease state and no lease space: the operator\'s word removes the marker');

@@ -3,7 +3,6 @@
 # every snowflake_nextval() would wait and fail for years.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeTest;
@@ -23,9 +22,7 @@ my $day_us = 86400 * 1000000;
 $fields[1] -= $day_us;
 $fields[3] = $fields[1] + $day_us;
 $fields[4] = '9000000000000000';
-open my $fh, '>', $file or die "could not write $file: $!";
-print $fh join(' ', @fields) . "\n";
-close $fh;
+SnowflakeTest::write_file($file, join(' ', @fields) . "\n");
 
 my $log_at = -s $node->logfile;
 my $started = $node->start(fail_ok => 1);
