@@ -3,7 +3,6 @@
 # whatever the machine's speed; the test checks the gap.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use Test::More;

@@ -2,7 +2,6 @@
 # registry in every database that holds the extension, and in no other.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeTest;

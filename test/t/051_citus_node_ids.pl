@@ -10,7 +10,6 @@ use Test::More;
 use Time::HiRes ();
 use SnowflakeCitus;
 use SnowflakeDocs;
-use SnowflakeTest;
 
 SnowflakeCitus::require_citus();
 my $page = $SnowflakeCitus::page;

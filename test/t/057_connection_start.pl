@@ -2,7 +2,6 @@
 # sessions found never skips a failing check.
 use strict;
 use warnings;
-use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use Test::More;
 

@@ -3,7 +3,6 @@
 # publishing to sub, the owners cutting the table out are reported.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeDocs;

@@ -3,7 +3,6 @@
 # saw is distinct and each one is above the one before.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);

@@ -2,8 +2,6 @@
 # check's 24 h reach it is accepted, beyond it refused.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
 use SnowflakeLease;
 use SnowflakeTest;
 use Test::More;

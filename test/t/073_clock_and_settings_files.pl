@@ -2,7 +2,6 @@
 # others).
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use SnowflakeStandby;
 use SnowflakeTest;

@@ -2,8 +2,6 @@
 # (CLOCK_BOOTTIME not faked), with snowflake.clock_step_confirmation = 20 s.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
 use SnowflakeClock;

@@ -4,7 +4,6 @@
 # threshold plus the slew within one clock_step_confirmation.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeClock;

@@ -3,8 +3,6 @@
 # 20 s): the correction only brings the clock back to where IDs already are.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
 use SnowflakeClock;

@@ -4,12 +4,10 @@
 # record comes about every 2 s.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use POSIX qw(strftime);
 use Time::HiRes qw(time usleep);
-use SnowflakeTest;
 use SnowflakeStandby;
 
 sub epoch_text

@@ -3,11 +3,8 @@
 # SnowflakeCitus).
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeCitus;
-use SnowflakeTest;
 
 SnowflakeCitus::require_citus();
 
