@@ -1,13 +1,9 @@
-# Tokens across an asynchronous failover: a lost grant's token is never
-# handed out again.  A standby that missed a grant, promoted, grants above
-# the millisecond of its promotion times 1024, and the lost holder's renewal
-# there fails (55000).  Restarts, a standby of it promoted, a second standby
-# promoted onto the same timeline 2, and a restored base backup all grant
-# above every earlier token.
+# A lost grant's token is never handed out again across asynchronous
+# failovers (README's map says what each step asserts); tokens lie above the
+# promotion's millisecond times 1024.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeStandby;
 

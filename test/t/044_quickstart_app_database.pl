@@ -1,10 +1,6 @@
-# The README's quick start, followed word for word in a database named
-# "app", leaves node-id collision detection on.  Its ini block is appended
-# to postgresql.conf and its sql blocks run in "app" on two nodes with the
-# same node id (the test adds only a short registry interval and what
-# replication needs).  Proves: no registry problem or WARNING, also after a
-# burst and a clean restart; with snowflake_nodes replicated (logical
-# replication on 16+, pglogical on 15) both nodes report node_collision.
+# The README's quick start, followed word for word in "app" on two nodes with
+# one node id (plus a short registry interval and what replication needs:
+# logical replication on 16+, pglogical on 15).
 use strict;
 use warnings;
 use File::Basename ();

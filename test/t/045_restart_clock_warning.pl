@@ -1,13 +1,8 @@
-# The clock-behind message after a restart is a WARNING only when it
-# matters.  A burst of IDs runs ahead of the clock within max_drift; after a
-# clean restart the first generation finds the clock behind the newest ID,
-# which is normal: a LOG line with its DETAIL, no WARNING anywhere.  The
-# WARNING stays for a restart after a crash and for a gap beyond max_drift
-# (with its HINT).  With sequence_bits = 1, two million IDs run about 17
-# minutes ahead, whatever the machine's speed; the test checks the gap.
+# The clock-behind message after a restart is a WARNING only when it matters.
+# With sequence_bits = 1, two million IDs run about 17 minutes ahead,
+# whatever the machine's speed; the test checks the gap.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use Test::More;

@@ -1,13 +1,7 @@
-# snowflake.database = '' (the default): the "snowflake registry launcher"
-# runs a node registry in every database that holds the extension, and in
-# no other.  Proves it for databases with and without it, CREATE EXTENSION
-# after the start, DROP EXTENSION and DROP DATABASE (quiet, no problem
-# left), a terminated registry (reported, restarted), too few worker slots
-# and more databases than the 16 registry slots (a problem naming them,
-# with a WARNING whose HINT gives the fix; gone once fixed).
+# snowflake.database = '' (the default): the registry launcher runs a
+# registry in every database that holds the extension, and in no other.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeTest;
@@ -30,10 +24,13 @@ SELECT coalesce(string_agg(datname, ',' ORDER BY datname), '')
   FROM pg_stat_activity WHERE backend_type = 'snowflake registry'});
 }
 
-sub status
+# Waits until the registries run in exactly @$dbs: one check, named $what.
+sub registries_become
 {
-	my ($columns) = @_;
-	return $node->safe_psql('postgres', "SELECT $columns FROM snowflake_status()");
+	my ($dbs, $what) = @_;
+	my $want = join(',', @$dbs);
+	ok(SnowflakeTest::wait_until(sub { registries() eq $want }, "registries in $want"), $what);
+	return;
 }
 
 # This instance's beat count in $db's snowflake_nodes.
@@ -59,9 +56,7 @@ is( $node->safe_psql(
                        WHERE backend_type = 'snowflake registry launcher' AND datname IS NULL}),
 	'1',
 	'one launcher runs, connected to no database');
-SnowflakeTest::wait_until(sub { registries() eq 'one,postgres,two' },
-	'a registry in "one" and "two"');
-is(registries(), 'one,postgres,two', 'a registry runs in each database with the extension');
+registries_become([qw(one postgres two)], 'a registry runs in each database with the extension');
 for my $db ('one', 'two')
 {
 	ok(SnowflakeTest::wait_until(sub { beats($db) >= 3 }, "heartbeats in $db"),
@@ -81,7 +76,7 @@ unlike(slurp_file($node->logfile), qr/WARNING:  snowflake node registry/,
 
 # --- 2. CREATE EXTENSION after the start ----------------------------------------
 $node->safe_psql('late', 'CREATE EXTENSION snowflake');
-ok(SnowflakeTest::wait_until(sub { registries() eq 'late,one,postgres,two' }, 'a registry in "late"'),
+registries_become([qw(late one postgres two)],
 	'CREATE EXTENSION starts a registry in "late", without a restart');
 ok(SnowflakeTest::wait_until(sub { beats('late') >= 2 }, 'heartbeats in late'),
 	'it heartbeats there');
@@ -90,24 +85,22 @@ ok(SnowflakeTest::wait_until(sub { beats('late') >= 2 }, 'heartbeats in late'),
 my $two = oid_of('two');
 my $offset = -s $node->logfile;
 $node->safe_psql('two', 'DROP EXTENSION snowflake');
-ok(SnowflakeTest::wait_until(sub { registries() eq 'late,one,postgres' }, 'no registry in "two"'),
-	'after DROP EXTENSION the registry of "two" exits');
+registries_become([qw(late one postgres)], 'after DROP EXTENSION the registry of "two" exits');
 ok( $node->wait_for_log(
 		qr/unregistering background worker "snowflake registry in database $two"/, $offset),
 	'and gives its worker up');
-is(status('registry_problem IS NULL'), 't', 'no problem is reported');
+is($node->safe_psql('postgres', 'SELECT registry_problem IS NULL FROM snowflake_status()'),
+	't', 'no problem is reported');
 unlike(slurp_file($node->logfile, $offset), qr/WARNING:  snowflake node registry/,
 	'and no WARNING logged');
 $node->safe_psql('two', 'CREATE EXTENSION snowflake');
-ok(SnowflakeTest::wait_until(sub { registries() eq 'late,one,postgres,two' }, 'a registry in "two"'),
-	'created again, the extension gets a registry again');
+registries_become([qw(late one postgres two)], 'created again, the extension gets a registry again');
 
 # --- 4. DROP DATABASE with a registry connected -------------------------------------
 my ($ret, $stdout, $stderr) = $node->psql('postgres', 'DROP DATABASE one');
 is($ret, 0, 'DROP DATABASE succeeds while a registry is connected to it');
 is($stderr, '', 'with no error');
-ok(SnowflakeTest::wait_until(sub { registries() eq 'late,postgres,two' }, 'no registry in "one"'),
-	'its registry is gone');
+registries_become([qw(late postgres two)], 'its registry is gone');
 ok( $node->poll_query_until(
 		'postgres', 'SELECT registry_problem IS NULL FROM snowflake_status()'),
 	'and no problem is left');
@@ -145,7 +138,7 @@ ok( $node->wait_for_log(
 	'the WARNING\'s HINT gives the fix');
 $node->append_conf('postgresql.conf', "max_worker_processes = 8\n");
 $node->restart;
-ok(SnowflakeTest::wait_until(sub { registries() eq 'late,postgres,three,two' }, 'four registries'),
+registries_become([qw(late postgres three two)],
 	'with more slots, every database with the extension has its registry');
 ok( $node->poll_query_until(
 		'postgres', 'SELECT registry_problem IS NULL AND registry_last_round IS NOT NULL

@@ -1,20 +1,11 @@
-# The node registry in automatic mode against a database owner ("mallory",
-# owner of "app"), with a peer heartbeating this node_id in app and
-# on_node_collision = error.  Proves that the collision stands through
-# (1) failing DROP DATABASEs, from app and from elsewhere, while successful
-# ones are not held up; (2) a round queued behind VACUUM FULL, which fails
-# after its lock_timeout and is reported; (3) app made a template or closed
-# to connections (no registry and no ID in a template; the extension in
-# template1); (4) probes blocked by open renames, reported by name; (5) a
-# CREATE EXTENSION by two-phase commit, whose first ID starts the registry;
-# (6) in named mode, a restarted static registry.
+# The registry in automatic mode against a database owner ("mallory", owner
+# of "app"), with a peer heartbeating this node_id in app and
+# on_node_collision = error: the collision must stand through all of it.
 use strict;
 use warnings;
 use IPC::Run;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use SnowflakeTest;
 use SnowflakeRegistryPeer;
 
 # debug1: the log shows "registering/unregistering background worker".
@@ -34,7 +25,7 @@ my %harnesses;
 my $superuser = $node->safe_psql('postgres', 'SELECT current_user');
 
 # psql in the background, as $user in $db, running each of @sql in one
-# session whose application_name is $name.
+# session whose application_name is $name; once the last, if a sleep, runs.
 sub background
 {
 	my ($name, $db, $user, @sql) = @_;
@@ -44,15 +35,10 @@ sub background
 		'-U', $user, map { ('-c', $_) } @sql);
 	my $dir = $node->basedir;
 	$harnesses{$name} = IPC::Run::start(\@cmd, '>', "$dir/$name.out", '2>', "$dir/$name.err");
+	$node->poll_query_until('postgres',
+		qq{SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = '$name' AND query ~ '^SELECT pg_sleep'})
+	  if $sql[-1] =~ /^SELECT pg_sleep/;
 	return;
-}
-
-# Waits until the session $name runs its last command (a sleep).
-sub wait_sleeping
-{
-	my ($name) = @_;
-	return $node->poll_query_until('postgres',
-		qq{SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = '$name' AND query ~ '^SELECT pg_sleep'});
 }
 
 # Ends the session $name (a backend in pg_sleep would not see its client go).
@@ -155,7 +141,6 @@ is(status('node_collision'), 't', 'the collision stands');
 # From another database, while a superuser's session is in app: each of the
 # owner's DROPs stops the registry and fails; it comes back with its finding.
 background('su_holder', 'app', $superuser, 'SELECT pg_sleep(3600)');
-wait_sleeping('su_holder');
 $node->safe_psql('postgres', 'GRANT pg_signal_backend TO mallory');
 $offset = -s $node->logfile;
 for my $drop ('DROP DATABASE app', 'DROP DATABASE app WITH (FORCE)')
@@ -182,7 +167,6 @@ $pid = registry_pid('app');
 
 # A superuser's DROP stops the registry; failed, it restarts it with its finding.
 background('holder', 'app', 'mallory', 'SELECT pg_sleep(3600)');
-wait_sleeping('holder');
 $offset = -s $node->logfile;
 ($ret, $stdout, $stderr) = $node->psql('postgres', 'DROP DATABASE app');
 like($stderr, qr/ERROR:  database "app" is being accessed by other users/,
@@ -204,7 +188,6 @@ for my $db ('doomed', 'doomed_force')
 	like(nextval($db), $blocked, "the collision is the server's: no ID in $db either");
 }
 background('own_holder', 'doomed_force', 'mallory', 'SELECT pg_sleep(3600)');
-wait_sleeping('own_holder');
 for my $drop ('DROP DATABASE doomed', 'DROP DATABASE doomed_force WITH (FORCE)')
 {
 	($ret, $stdout, $stderr) =
@@ -227,7 +210,6 @@ like(nextval(), $blocked, 'IDs in app are still refused');
 # --- 2. a round queued behind VACUUM FULL ----------------------------------------
 background('analyze', 'app', 'mallory', 'BEGIN', 'ANALYZE snowflake_nodes',
 	'SELECT pg_sleep(3600)');
-wait_sleeping('analyze');
 background('vacuum', 'app', 'mallory', 'VACUUM FULL snowflake_nodes');
 ok( $node->poll_query_until(
 		'postgres', q{
@@ -315,7 +297,6 @@ for my $i (1, 2)
 	background("rename$i", 'postgres', 'mallory', "CREATE DATABASE w$i", 'BEGIN',
 		"ALTER DATABASE w$i RENAME TO w${i}x", 'SELECT pg_sleep(3600)');
 }
-wait_sleeping("rename$_") for 1, 2;
 # A new launcher probes w1 and w2 again, behind the renames' locks.
 my $launcher = $node->safe_psql('postgres',
 	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'snowflake registry launcher'");

@@ -2,18 +2,8 @@
 # (settings, every-node, coordinator, tables; the first three through
 # SnowflakeCitus.pm): a coordinator (node id 1) and workers 2 and 3 (Citus
 # 14: skipped on 15).
-# Proves: (1) sessions on every node released at once get distinct IDs that
-# decode to their node and increase per session; (2) INSERT ... SELECT by
-# each method Citus picks gets the IDs of the node that makes the row;
-# (3) snowflake_timestamp() comparisons use each shard's primary key, with
-# the same rows as with the rewrite off on every node; (4) snowflake_decode()
-# in GROUP BY runs in the shards (refused in RETURNING); (5) Citus refuses
-# snowflake_convert_column() on the distribution column, not on another;
-# (6) without the mesh each registry lists only its node; (7) a snowflake-
-# typed key: routed lookups, primary key used, JSON strings, no colocation.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeCitus;

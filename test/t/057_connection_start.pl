@@ -1,14 +1,7 @@
-# A new connection pays nothing for the extension: with the library
-# preloaded, neither SELECT 1 nor, once an earlier session checked the
-# database, the first snowflake_nextval() scans pg_depend or pg_extension.
-# The sharing of what sessions found never skips a failing check: a new
-# extension with a conflicting history refuses IDs (55000); a recording
-# rolled back is not shared; each session reads the history as itself
-# (42501 without SELECT); a database re-created with its OID is checked
-# anew; the timestamp rewrite still serves a new session's first query.
+# A new connection pays nothing for the extension, and the sharing of what
+# sessions found never skips a failing check.
 use strict;
 use warnings;
-use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use Test::More;
 

@@ -1,10 +1,6 @@
-# A lease belongs to a worker id whatever the node id: a node id changed
-# and back within a lease's ttl keeps the live lease (not renewed or leased
-# again under node 2, which refuses a grant while it runs), and no grant
-# under either node id overlaps its window.
+# A lease belongs to a worker id whatever the node id.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use SnowflakeLease;
 use SnowflakeLeaseFile;
@@ -14,21 +10,22 @@ use Test::More;
 my $node = SnowflakeTest::new_node('flip',
 	settings => lease_settings(lease_workers => 2, node_id => 1), extension => 'postgres');
 
+# Restarts $n with node id $id; returns what it logged meanwhile.
 sub set_node_id
 {
-	my ($id) = @_;
-	$node->stop;
-	$node->append_conf('postgresql.conf', "snowflake.node_id = $id\n");
-	my $offset = -s $node->logfile;
-	$node->start;
-	return slurp_file($node->logfile, $offset);
+	my ($n, $id) = @_;
+	$n->stop;
+	$n->append_conf('postgresql.conf', "snowflake.node_id = $id\n");
+	my $offset = -s $n->logfile;
+	$n->start;
+	return slurp_file($n->logfile, $offset);
 }
 
 my ($a_worker, $a_token, $a_end) = split /\|/, $node->safe_psql('postgres',
 	q{SELECT worker_id, token, not_after FROM snowflake_lease_worker('A', interval '12 hours')});
 is($a_worker, 126, 'node 1: A leases worker id 126');
 
-my $log = set_node_id(2);
+my $log = set_node_id($node, 2);
 like($log, qr/LOG:  snowflake node id changed from 1 to 2\n.*DETAIL:  1 leases of other node ids may still issue IDs, the last until /,
 	'the node-id change is logged, with the live lease of node 1');
 is(read_lease_header(lease_file($node))->{node_id}, 2, 'the lease state records node id 2');
@@ -46,7 +43,7 @@ $node->safe_psql('postgres', q{SELECT snowflake_release_lease(token, NULL) FROM 
 is($out, '', 'no grant under node 2 takes A\'s worker id 126 while its lease runs');
 $node->safe_psql('postgres', q{SELECT snowflake_release_lease(token, NULL) FROM snowflake_leases WHERE holder = 'C'});
 
-$log = set_node_id(1);
+$log = set_node_id($node, 1);
 like($log, qr/LOG:  snowflake node id changed from 2 to 1/, 'the change back is logged');
 is($node->safe_psql('postgres', "SELECT count(*) FROM snowflake_renew_lease($a_token, NULL)"),
 	'1', 'node 1 again: A renews its lease');
@@ -63,9 +60,7 @@ for my $step ([ 2, 'B', "node 2: the one worker id stays A's while its lease of 
 	[ 1, 'Z', "node 1 again: the worker id is still A's, not leased over its window" ])
 {
 	my ($node_id, $holder, $what) = @$step;
-	$one->stop;
-	$one->append_conf('postgresql.conf', "snowflake.node_id = $node_id\n");
-	$one->start;
+	set_node_id($one, $node_id);
 	($ok, $out, $err) = $one->psql('postgres',
 		qq{SELECT worker_id FROM snowflake_lease_worker('$holder', interval '1 minute')});
 	like($err, qr/ERROR:  all 1 snowflake worker ids set aside for leases are leased/, $what);

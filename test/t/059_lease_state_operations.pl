@@ -3,7 +3,6 @@
 # lease is refused even without snowflake.leases.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use SnowflakeLease;
 use SnowflakeLeaseFile;

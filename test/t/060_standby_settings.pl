@@ -1,7 +1,5 @@
 # Rolling changes of the lease space and the node id, primary-first and
-# standby-first, with live leases: a standby whose settings do not cover the
-# primary's stops with FATAL naming both values; once fixed it replays every
-# lease, and promoted it holds all of them and grants none of their ids.
+# standby-first, with live leases.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;

@@ -1,13 +1,7 @@
 # Nothing past the layout's end: 31 timestamp bits from an epoch that ends
-# them 90 s after the start, reserve_ahead = 60s.  Proves that the
-# reservation stops at the last millisecond, on the primary and its standby;
-# that the standby, restarted and promoted, refuses IDs with 54000 and a
-# DETAIL (no WARNING about the clock); so do a crash restart and a start
-# after an immediate shutdown; and that a damaged reservation file's HINT
-# proposes the last millisecond, with which the server starts.
+# them 90 s after the start, reserve_ahead = 60s.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use POSIX qw(strftime);
@@ -118,14 +112,11 @@ is($primary->safe_psql('postgres', $reserved_ms),
 # --- the HINT of a damaged reservation file ------------------------------------
 $primary->stop('immediate');
 my $file = $primary->data_dir . '/snowflake.reservation';
-open my $fh, '>', $file or die "could not write $file: $!";
-close $fh or die "could not close $file: $!";
+SnowflakeTest::write_file($file, '');
 my $log = SnowflakeTest::start_refused($primary, 'an empty reservation file is refused');
 my ($suggested) = $log =~ /HINT:  .*such as the current time plus 86460000 ms \(at most the last millisecond of the running layout\): (\d+)\./;
 is($suggested, $last_ms, 'the HINT proposes the layout\'s last millisecond, not a time past it');
-open $fh, '>', $file or die "could not write $file: $!";
-print $fh "$suggested\n";
-close $fh or die "could not close $file: $!";
+SnowflakeTest::write_file($file, "$suggested\n");
 ok($primary->start(fail_ok => 1), 'the primary starts with the value the HINT proposed');
 cmp_ok($primary->safe_psql('postgres', 'SELECT clock_timestamp() < horizon FROM snowflake_status()'),
 	'eq', 't', 'all of it before the layout\'s end');

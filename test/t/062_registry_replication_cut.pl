@@ -1,13 +1,8 @@
-# Another role cannot keep snowflake_nodes out of replication unnoticed.
-# (1) A database owner plants a decoy snowflake_nodes and a trojan in a new
-# public: docs/multi-primary.md step 3 still publishes the extension's own
-# table, and the trojan never runs.  (2) With pub publishing to sub, each
-# registry reports (status and log), and clears once mended: the table
-# dropped from the publication, the extension's schema renamed on sub, the
-# subscription refreshed after the publisher stopped publishing it.
+# Another role cannot keep snowflake_nodes out of replication unnoticed:
+# (1) a decoy and a trojan in a database owner's new public; (2) with pub
+# publishing to sub, the owners cutting the table out are reported.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeDocs;

@@ -1,14 +1,8 @@
 # A standby promoted while its old primary runs (split brain, one node id):
-# the promoted server's registry probes the old primary over primary_conninfo
-# (a walsender named "snowflake node <id> <instance>"), and the old primary's
-# registry sees that walsender.  Both report node_collision, log the WARNING
-# and refuse IDs (55000).  A forged application name triggers nothing, a
-# normal failover reports nothing, and the old primary started again beside
-# the promoted one is detected again.
-
+# the promoted server's registry probes the old primary over
+# primary_conninfo, and the old primary's registry sees that walsender.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeTest;
@@ -24,6 +18,16 @@ sub collision
 	my ($node) = @_;
 	return $node->safe_psql('postgres',
 		'SELECT node_collision FROM snowflake_status()');
+}
+
+# Waits until $node reports node_collision (or, with $not, no longer): one check.
+sub wait_collision
+{
+	my ($node, $what, $not) = @_;
+	ok( $node->poll_query_until('postgres',
+			'SELECT ' . ($not ? 'NOT ' : '') . 'node_collision FROM snowflake_status()'),
+		$what);
+	return;
 }
 
 sub check_refused
@@ -70,12 +74,8 @@ isnt($instance, '', 'the primary heartbeats');
 
 # Split brain: promote while the primary runs.
 $standby->promote;
-ok( $standby->poll_query_until('postgres',
-		'SELECT node_collision FROM snowflake_status()'),
-	'the promoted standby reports node_collision');
-ok( $primary->poll_query_until('postgres',
-		'SELECT node_collision FROM snowflake_status()'),
-	'the old primary reports node_collision');
+wait_collision($standby, 'the promoted standby reports node_collision');
+wait_collision($primary, 'the old primary reports node_collision');
 ok( $primary->poll_query_until(
 		'postgres',
 		qq{SELECT count(*) = 1 FROM pg_stat_replication
@@ -95,19 +95,13 @@ like(
 
 # Fencing the old primary ends it on the promoted side.
 $primary->stop('fast');
-ok( $standby->poll_query_until('postgres',
-		'SELECT NOT node_collision FROM snowflake_status()'),
-	'the collision clears once the old primary is stopped');
+wait_collision($standby, 'the collision clears once the old primary is stopped', 'not');
 $standby->safe_psql('postgres', 'SELECT snowflake_nextval()');
 
 # Started again beside the promoted server: detected again, on both sides.
 $primary->start;
-ok( $standby->poll_query_until('postgres',
-		'SELECT node_collision FROM snowflake_status()'),
-	'the old primary started again is detected by the promoted one');
-ok( $primary->poll_query_until('postgres',
-		'SELECT node_collision FROM snowflake_status()'),
-	'and the old primary detects the promoted one');
+wait_collision($standby, 'the old primary started again is detected by the promoted one');
+wait_collision($primary, 'and the old primary detects the promoted one');
 $primary->stop('fast');
 $standby->stop('fast');
 

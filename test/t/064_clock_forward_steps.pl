@@ -1,20 +1,8 @@
 # Forward steps of the wall clock under libfaketime (CLOCK_BOOTTIME is not
-# faked), with snowflake.clock_step_confirmation = 20 s:
-#   - +1 h and back within the confirmation, first seen by the reservation
-#     worker: logged as a WARNING with its size, counted, the reservation
-#     never moves into the step, and IDs keep to the true time;
-#   - +30 days and back: no failed call, every ID during and after the step
-#     decodes within a minute of the true time;
-#   - +30 days that persists: accepted after the confirmation, IDs then
-#     follow it; the clock corrected after that leaves a poisoned future:
-#     in 'wait' mode snowflake_nextval() fails with a HINT that names
-#     snowflake.on_clock_behind = 'ride' (and not "correct the clock"), and
-#     in 'ride' mode IDs continue above the newest one without waiting;
-#   - a crash restart during an unconfirmed step keeps the step pending.
-# Every ID the test saw is distinct and each one is above the one before.
+# faked), with snowflake.clock_step_confirmation = 20 s.  Every ID the test
+# saw is distinct and each one is above the one before.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);

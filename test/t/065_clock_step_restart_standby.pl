@@ -1,13 +1,6 @@
-# Forward steps of the wall clock across a clean restart and a promotion,
-# and a standby that observes its clock (libfaketime, boot time not faked,
-# snowflake.clock_step_confirmation = 5 min so that no step is accepted):
-#   - a 30-day step pending at a clean restart stays pending after it (the
-#     postmaster records the trust in $PGDATA/snowflake.clock), and IDs
-#     after the restart decode within a minute of the true time;
-#   - a hot standby's step back is counted in its snowflake_status() and
-#     logged before promotion, and still counted after it;
-#   - a 30-day step pending on the standby at its promotion: the promoted
-#     server's first IDs decode within a minute of the true time.
+# Forward steps across a clean restart and a promotion, and a standby that
+# observes its clock (libfaketime, boot time not faked,
+# snowflake.clock_step_confirmation = 5 min so that no step is accepted).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;

@@ -2,12 +2,7 @@
 # whose history they continue: the floor is the backup's reservation raised
 # by the RESERVE records replayed, + 1.  "origin" archives its WAL and issues
 # IDs in phases a, (base backup) b, (restore point, target time) c, (clone
-# backup) d.  Proves: (1) a restore to the archive's end, clock 10 min
-# behind, continues above every ID with a WARNING; (2) point-in-time recovery
-# to the target time, clock right, has the rows up to it and continues above
-# every ID once the clock passes origin's last one; recovery to the restore
-# point, clock behind, is NOT guaranteed (IDs below and equal to "c"'s);
-# (3) a clone continues above every ID.
+# backup) d.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;

@@ -1,16 +1,9 @@
 # The pg_upgrade guard (snowflake.upgraded) arms whether or not the new
-# cluster was started before, and keeps its lease part through a first start
-# with lease_workers = 0.  One old cluster (a live lease, 1000 IDs) is
-# upgraded three times: (1) into a cluster started once before: it refuses
-# to start (55000) until the old state files are copied as docs/operations.md
-# says, then its IDs lie above the old ones and the lease holds; (2) into one
-# first started with lease_workers = 0: raised to 2, it refuses until the
-# lease files are carried; (3) as 2, with the documented way out for a
-# cluster without leases, which starts and removes the marker.
+# cluster was started before.  One old cluster (a live lease, 1000 IDs) is
+# upgraded three times.
 use strict;
 use warnings;
 use File::Copy;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use SnowflakeUpgrade;
@@ -119,9 +112,7 @@ $none->stop;
 $none->append_conf('postgresql.conf', "snowflake.lease_workers = 2\n");
 SnowflakeTest::start_refused($none, 'raised to 2, it does not start');
 append_to_file($none->data_dir . '/snowflake.lease_state', '');
-open my $fh, '>', $none->data_dir . '/snowflake.leases' or die $!;
-print $fh "$worker_bits 0\n";
-close $fh;
+SnowflakeTest::write_file($none->data_dir . '/snowflake.leases', "$worker_bits 0\n");
 $none->start;
 ok(!-e $none->data_dir . '/snowflake.upgraded',
 	'an empty lease state and no lease space: the operator\'s word removes the marker');

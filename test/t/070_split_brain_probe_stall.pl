@@ -1,12 +1,8 @@
 # The split-brain probe (063) keeps a replication connection to the old
-# primary; an old primary that stops answering on it (SIGSTOP here) must not
-# hold the promoted server's registry: each wait is bounded (2 s), rounds go
-# on, the log says so, and a fast shutdown ends at once, quietly.  Answering
-# again, it is found again.
-
+# primary; one that stops answering on it (SIGSTOP here) must not hold the
+# promoted server's registry.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);

@@ -1,12 +1,7 @@
 # The split-brain probe (063) with a multi-host primary_conninfo, the old
-# primary first and the standby itself next.  After a normal failover the
-# probe reaches itself, no collision; the old primary started again beside
-# it must be noticed on both sides (the probe keeps no connection that found
-# nothing, nor a walsender of its own server between rounds).
-
+# primary first and the standby itself next.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeTest;

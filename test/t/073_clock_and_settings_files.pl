@@ -1,12 +1,7 @@
 # Damage to snowflake.clock and snowflake.primary_settings (015 covers the
-# others).  A damaged clock record refuses the start (XX001, HINT: remove
-# it); removed, IDs continue above the earlier ones.  A standby's damaged
-# primary_settings stops recovery (XX001, HINT: copy or remove it), and
-# each fix starts it streaming; on a primary, a damaged one after a crash
-# does not stop the restart and is written whole again.
+# others).
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use SnowflakeStandby;
 use SnowflakeTest;
@@ -18,14 +13,6 @@ my ($primary, $standby) = SnowflakeStandby::primary_with_standbys(
 		'snowflake.lease_workers' => 2,
 		'snowflake.node_id' => 3
 	});
-
-sub write_file
-{
-	my ($file, $content) = @_;
-	open my $fh, '>', $file or die "could not write $file: $!";
-	print $fh $content;
-	close $fh or die "could not close $file: $!";
-}
 
 # --- snowflake.clock on the primary ---
 my $max_before = $primary->safe_psql('postgres',
@@ -43,7 +30,7 @@ for my $case (
 	[ 'too few fields', "1 2 3\n", 'The line holds 3 space-separated fields, not 9.' ])
 {
 	my ($name, $content, $detail) = @$case;
-	write_file($clock_file, $content);
+	SnowflakeTest::write_file($clock_file, $content);
 	my $log = SnowflakeTest::start_refused($primary,
 		"snowflake.clock $name: the server refuses to start");
 	like($log,
@@ -92,7 +79,7 @@ sub standby_refused
 	$primary->safe_psql('postgres', 'CREATE TABLE wal_written (); DROP TABLE wal_written');
 	standby_replays() or die 'the standby does not replay';
 	$standby->stop;
-	write_file($standby_file, $content);
+	SnowflakeTest::write_file($standby_file, $content);
 	my $log = SnowflakeTest::start_refused($standby,
 		"snowflake.primary_settings $name: the standby's recovery stops");
 	like($log,
@@ -106,7 +93,7 @@ sub standby_refused
 
 (my $junk = $settings) =~ s/^3 /three /;
 standby_refused('junk', $junk, '"three" is not a decimal integer.');
-write_file($standby_file, slurp_file($primary_file));
+SnowflakeTest::write_file($standby_file, slurp_file($primary_file));
 ok($standby->start(fail_ok => 1), "the primary's file copied: the standby starts");
 ok(standby_replays(), "and replays the primary's WAL");
 
@@ -117,7 +104,7 @@ ok(standby_replays(), "and replays the primary's WAL");
 
 # --- snowflake.primary_settings on the primary, after a crash ---
 $primary->stop('immediate');
-write_file($primary_file, "junk\n");
+SnowflakeTest::write_file($primary_file, "junk\n");
 ok($primary->start(fail_ok => 1),
 	'a damaged primary_settings on a primary: its crash recovery does not stop');
 ok( SnowflakeTest::wait_until(

@@ -1,18 +1,7 @@
 # Leases follow the trusted clock (pg/clock_watch.hpp) under libfaketime
-# (CLOCK_BOOTTIME not faked), with snowflake.clock_step_confirmation = 20 s:
-#   - a lease granted during an unconfirmed forward step of 1 h gets its
-#     window at the true time, not in the step; snowflake_leases shows it
-#     held (by the raw clock it would have expired), and a renewal keeps
-#     to the true time; the grant raises no message;
-#   - a poisoned future (a 30-day step accepted, IDs issued in it, the
-#     clock corrected, a clean restart whose floor lies 30 days ahead): a
-#     lease's not_before lies there, and the grant says so with a WARNING
-#     naming how far ahead, its DETAIL and HINT; its window follows
-#     not_before.
+# (CLOCK_BOOTTIME not faked), with snowflake.clock_step_confirmation = 20 s.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
 use SnowflakeClock;

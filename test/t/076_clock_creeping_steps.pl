@@ -1,13 +1,9 @@
 # A clock that creeps forward in steps each below
 # snowflake.clock_step_threshold (0.8 s every few seconds, far faster than
-# the 500 ppm NTP may slew): the steps add up, and IDs must not follow them
-# into the future.  The trusted offset may rise by at most the threshold
-# plus the slew within one snowflake.clock_step_confirmation; beyond that the
-# rise is a forward step like any other: logged, counted, pending, and
-# corrected without a failed call when the clock comes back.
+# the 500 ppm NTP may slew): the trusted offset may rise by at most the
+# threshold plus the slew within one clock_step_confirmation.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeClock;

@@ -1,13 +1,8 @@
-# A step on top of a pending step needs its own confirmation: the clock
-# steps forward by 2 s (pending, snowflake.clock_step_confirmation = 20 s),
-# and just before that step's confirmation runs out it steps on by 30 days.
-# The 30-day step has lasted a few seconds only, so it stays pending: IDs
-# keep to the true time, the 30-day step is logged as a forward step of its
-# own, and once the clock comes back no call fails and no ID lies in the
-# future.
+# A step on top of a pending step needs its own confirmation: +2 s
+# (pending, clock_step_confirmation = 20 s), then +30 days just before that
+# step's confirmation runs out.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);

@@ -1,17 +1,8 @@
 # The correction of a step back must not be held as a forward step while
-# the IDs wait for it (snowflake.on_clock_behind = 'wait',
-# snowflake.clock_step_confirmation = 20 s):
-#   - the clock steps back by 1 h, so snowflake_nextval() waits and fails
-#     (55000, as documented), and is set right only after the confirmation;
-#   - the clock steps forward by 30 days (pending), is "corrected" to 1 h
-#     behind, and set right a moment later.
-# Each time the correction only brings the clock back to where IDs already
-# are: from then on snowflake_nextval() succeeds at once, with IDs at the
-# true time, rather than failing for another confirmation.
+# the IDs wait for it (on_clock_behind = 'wait', clock_step_confirmation =
+# 20 s): the correction only brings the clock back to where IDs already are.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
 use SnowflakeClock;

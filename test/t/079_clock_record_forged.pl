@@ -1,12 +1,8 @@
-# A snowflake.clock whose boot times lie after the current boot time (a
-# damaged or forged file of this boot) is refused at start, naming the file
-# and the fix, instead of holding a step "pending" until that boot time
-# comes: with a trusted offset a day behind, every snowflake_nextval()
-# would wait and fail for years.  Removing the file, as the hint says,
-# starts the server.
+# A snowflake.clock whose boot times lie after the current boot time would
+# hold a step "pending" until then: with a trusted offset a day behind,
+# every snowflake_nextval() would wait and fail for years.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeTest;
@@ -26,9 +22,7 @@ my $day_us = 86400 * 1000000;
 $fields[1] -= $day_us;
 $fields[3] = $fields[1] + $day_us;
 $fields[4] = '9000000000000000';
-open my $fh, '>', $file or die "could not write $file: $!";
-print $fh join(' ', @fields) . "\n";
-close $fh;
+SnowflakeTest::write_file($file, join(' ', @fields) . "\n");
 
 my $log_at = -s $node->logfile;
 my $started = $node->start(fail_ok => 1);

@@ -1,11 +1,7 @@
 # A full disk while snowflake.reservation is written (its temporary copy a
-# link to /dev/full): each call that needs the reservation extended fails
-# (53100, naming the file), no ID lies past the reservation on disk, and
-# with space again, or after a clean shutdown on a full disk, IDs continue
-# above every earlier one.
+# link to /dev/full).
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use Test::More;

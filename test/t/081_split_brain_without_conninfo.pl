@@ -1,11 +1,7 @@
 # The documented limit of split-brain detection (docs/multi-primary.md,
-# "What it cannot catch"): a standby promoted after its primary_conninfo
-# was cleared has no channel to the running old primary; both issue IDs
-# under one node and worker id, and neither reports a collision.
-
+# "What it cannot catch").
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeTest;

@@ -1,16 +1,13 @@
 # A standby whose layout ends before its primary's (an epoch earlier, a
-# provable successor) lowers each RESERVE record past its end to its last
-# millisecond, with one WARNING per start, not per record.  31 timestamp
-# bits: the standby's layout ends 75 s after the start, the primary's two
-# days later; with reserve_ahead = 4s a record comes about every 2 s.
+# provable successor).  31 timestamp bits: the standby's layout ends 75 s
+# after the start, the primary's two days later; with reserve_ahead = 4s a
+# record comes about every 2 s.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use POSIX qw(strftime);
 use Time::HiRes qw(time usleep);
-use SnowflakeTest;
 use SnowflakeStandby;
 
 sub epoch_text

@@ -1,8 +1,6 @@
-# A layout change, standby first, while the primary leases worker ids.  An
+# A layout change, standby first, while the primary leases worker ids: an
 # epoch three days earlier passes the layout check, but replay applies no
-# lease image of another layout: the standby stops recovery, naming both
-# layouts and the fix, rather than skip LEASE records; once it runs with
-# its primary's layout it replays every lease, and promoted holds them.
+# lease image of another layout.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;

@@ -1,14 +1,10 @@
 # snowflake_convert_column() on a Citus distributed table reads the
-# workers' shards, where the rows are: a shard value of 2^63 - 1 is refused
-# (55000, naming it; nothing changed), and renumbered below the current IDs
-# it converts.  Skipped where Citus cannot run (see SnowflakeCitus).
+# workers' shards, where the rows are.  Skipped where Citus cannot run (see
+# SnowflakeCitus).
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeCitus;
-use SnowflakeTest;
 
 SnowflakeCitus::require_citus();
 
