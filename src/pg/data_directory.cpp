@@ -49,18 +49,25 @@ static bool new_data_directory = false;
 
 static FirstIdRecords first_id_records = nullptr;
 
+/* stat() into "st"; false if there is no such file, FATAL on another failure. */
 static bool
-FileExists(const char *path)
+StatIfExists(const char *path, struct stat *st)
 {
-	struct stat st;
-
-	if (stat(path, &st) == 0)
+	if (stat(path, st) == 0)
 		return true;
 	if (errno != ENOENT)
 		ereport(FATAL,
 				(errcode_for_file_access(),
 				 errmsg("could not stat file \"%s\": %m", path)));
 	return false;
+}
+
+static bool
+FileExists(const char *path)
+{
+	struct stat st;
+
+	return StatIfExists(path, &st);
 }
 
 /*
@@ -102,14 +109,8 @@ LeaseStateStamp(const char *path, int64 *size, int64 *mtime_ns)
 
 	*size = -1;
 	*mtime_ns = -1;
-	if (stat(path, &st) != 0)
-	{
-		if (errno != ENOENT)
-			ereport(FATAL,
-					(errcode_for_file_access(),
-					 errmsg("could not stat file \"%s\": %m", path)));
+	if (!StatIfExists(path, &st))
 		return;
-	}
 	*size = st.st_size;
 	*mtime_ns = static_cast<int64>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }

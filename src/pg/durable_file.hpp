@@ -3,14 +3,9 @@
  *	  Small one-line state files in the data directory, replaced atomically
  *	  and durably, and parsed strictly.
  *
- * State files: $PGDATA/snowflake.reservation, snowflake.layout,
- * snowflake.leases (the lease space) and snowflake.upgraded (pg_upgrade's
- * marker).  Each holds one state line (src/core/state_line.hpp, which
- * parses it): decimal integers separated by single spaces and ended by a
- * newline.
- * Nothing here allocates memory: these functions run once per reservation
- * record in long-lived processes (the reservation worker, the startup
- * process of a standby) and at postmaster exit.
+ * Each holds one state line (src/core/state_line.hpp parses it).  Nothing
+ * here allocates memory: these functions run once per reservation record
+ * in long-lived processes and at postmaster exit.
  */
 #ifndef SNOWFLAKE_PG_DURABLE_FILE_HPP
 #define SNOWFLAKE_PG_DURABLE_FILE_HPP

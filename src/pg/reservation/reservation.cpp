@@ -1,18 +1,9 @@
 /*
  * reservation.cpp
  *	  Loading, replaying and extending the durable reservation, and fixing
- *	  the generation floor.
- *
- * Invariant: a timestamp is published in reserved_until (and so usable by
- * the hot path) only after a WAL record covering it was flushed, any
- * synchronous standby confirmed it, and the file says at least as much.
- * While the server runs, the file only grows: durable_until, guarded by
- * reservation_lock, is the largest value written, and a new record always
- * exceeds it.  Only the postmaster, at its normal exit, lowers it to the
- * newest timestamp really issued, when no other process is left.
- *
- * Nothing on the paths taken per record (writing the file, replay)
- * allocates memory: they run in long-lived processes.
+ *	  the generation floor.  The invariants are in README.md; the file
+ *	  only grows because durable_until, guarded by reservation_lock, is the
+ *	  largest value written, and a new record always exceeds it.
  */
 extern "C"
 {
