@@ -23,10 +23,7 @@ constexpr int kMaxStateFields = snowflake::kMaxStateFields;
 /* Room for the detail of a parse failure. */
 constexpr size_t kStateProblemSize = snowflake::kStateProblemSize;
 
-/*
- * Writes $PGDATA/<name> into "path" (MAXPGPATH bytes); also for the files
- * of other formats (snowflake.lease_state).
- */
+/* Writes $PGDATA/<name> into "path" (MAXPGPATH bytes), for any file. */
 void		DataDirectoryFile(const char *name, char *path);
 
 /*
@@ -39,10 +36,7 @@ void		DataDirectoryFile(const char *name, char *path);
 bool		ReadStateFile(const char *path, const char *what, int64 *values, int count,
 						  const char *hint);
 
-/*
- * Raises the FATAL (SQLSTATE XX001) for a state file whose content is
- * unusable, with "detail" saying why.
- */
+/* The FATAL (SQLSTATE XX001) for a state file whose content is unusable. */
 [[noreturn]] void ReportCorruptStateFile(const char *path, const char *what,
 										 const char *detail, const char *hint);
 
