@@ -12,31 +12,31 @@
 #include <ctime>
 
 inline int64_t
-NowUnixUs(void)
+ReadClockUs(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(clock, &ts);
 	return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
+
+inline int64_t
+NowUnixUs(void)
+{
+	return ReadClockUs(CLOCK_REALTIME);
 }
 
 inline int64_t
 NowUnixMs(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+	return ReadClockUs(CLOCK_REALTIME) / 1000;
 }
 
 /* A clock that never steps: for timeouts, and to detect wall-clock steps. */
 inline int64_t
 NowMonotonicUs(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+	return ReadClockUs(CLOCK_MONOTONIC);
 }
 
 /*
@@ -46,10 +46,7 @@ NowMonotonicUs(void)
 inline int64_t
 NowBootUs(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+	return ReadClockUs(CLOCK_BOOTTIME);
 }
 
 #endif							/* SNOWFLAKE_PG_CLOCK_HPP */

@@ -178,12 +178,6 @@ RaiseTo(pg_atomic_uint64 *value, uint64 candidate)
 		;
 }
 
-static const char *
-UnixMsText(int64 unix_ms)
-{
-	return timestamptz_to_str(UnixMsToTimestampTz(unix_ms));
-}
-
 /* Logs and counts an event; outside the spinlock. */
 static void
 ReportClockEvent(SharedState *state, const snowflake::ClockObservation &seen)
@@ -208,7 +202,8 @@ ReportClockEvent(SharedState *state, const snowflake::ClockObservation &seen)
 				 errdetail("IDs, leases and the reservation keep to the clock before the "
 						   "step (now %s) until the step has lasted "
 						   "snowflake.clock_step_confirmation (%d ms).",
-						   UnixMsText(trusted_ms), g_settings.clock_step_confirmation_ms),
+						   timestamptz_to_str(UnixMsToTimestampTz(trusted_ms)),
+						   g_settings.clock_step_confirmation_ms),
 				 errhint("Nothing needs to be done: if time synchronization corrects the "
 						 "clock within the confirmation, no ID uses the step; if the step "
 						 "was right, IDs follow it once it is confirmed.")));

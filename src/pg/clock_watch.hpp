@@ -1,16 +1,13 @@
 /*
  * clock_watch.hpp
- *	  The trusted wall clock: the wall clock, except while a forward step of
- *	  it waits for its confirmation (core/clock_steps.hpp).
+ *	  The trusted wall clock (src/pg/README.md, core/clock_steps.hpp).
  *
- * Every process that reads the clock for IDs, the reservation or leases
- * observes it here, so a step is seen by whoever reads the clock first
- * after it, and is logged and counted once, in shared memory.  Reading
- * CLOCK_BOOTTIME costs as much as the wall clock itself, so a process
- * compares the clocks only when its wall clock moved kClockRecheckMs or
- * more (or back) since its last comparison, and on every read while a
- * step is pending: a smaller move is no step beyond the threshold, whose
- * least value is above kClockRecheckMs.
+ * A step is seen by whoever reads the clock first after it, and is logged
+ * and counted once, in shared memory.  Reading CLOCK_BOOTTIME costs as much
+ * as the wall clock itself, so a process compares the clocks only when its
+ * wall clock moved kClockRecheckMs or more (or back) since its last
+ * comparison, and on every read while a step is pending: a smaller move is
+ * no step beyond the threshold, whose least value is above kClockRecheckMs.
  */
 #ifndef SNOWFLAKE_PG_CLOCK_WATCH_HPP
 #define SNOWFLAKE_PG_CLOCK_WATCH_HPP

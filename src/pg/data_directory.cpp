@@ -49,18 +49,28 @@ static bool new_data_directory = false;
 
 static FirstIdRecords first_id_records = nullptr;
 
+/* stat() into "st"; false if there is no such file, FATAL on another failure. */
 static bool
-FileExists(const char *path)
+StatIfExists(const char *path, struct stat *st)
 {
-	struct stat st;
-
-	if (stat(path, &st) == 0)
+	if (stat(path, st) == 0)
 		return true;
 	if (errno != ENOENT)
 		ereport(FATAL,
 				(errcode_for_file_access(),
 				 errmsg("could not stat file \"%s\": %m", path)));
 	return false;
+}
+
+/* Whether $PGDATA/<name> exists. */
+static bool
+FileExists(const char *name)
+{
+	char path[MAXPGPATH];
+	struct stat st;
+
+	DataDirectoryFile(name, path);
+	return StatIfExists(path, &st);
 }
 
 /*
@@ -102,14 +112,8 @@ LeaseStateStamp(const char *path, int64 *size, int64 *mtime_ns)
 
 	*size = -1;
 	*mtime_ns = -1;
-	if (stat(path, &st) != 0)
-	{
-		if (errno != ENOENT)
-			ereport(FATAL,
-					(errcode_for_file_access(),
-					 errmsg("could not stat file \"%s\": %m", path)));
+	if (!StatIfExists(path, &st))
 		return;
-	}
 	*size = st.st_size;
 	*mtime_ns = static_cast<int64>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
@@ -162,7 +166,6 @@ void
 MarkUpgradeTargetOnAccess(ObjectAccessType access, Oid class_id, Oid object_id)
 {
 	char marker[MAXPGPATH];
-	char carried[MAXPGPATH];
 
 	/*
 	 * Only pg_upgrade's restore creates the extension in binary-upgrade
@@ -171,17 +174,16 @@ MarkUpgradeTargetOnAccess(ObjectAccessType access, Oid class_id, Oid object_id)
 	if (!IsBinaryUpgrade || access != OAT_POST_CREATE || class_id != ExtensionRelationId ||
 		!IsSnowflakeExtension(object_id))
 		return;
-	DataDirectoryFile(kUpgradeMarkerFileName, marker);
-	DataDirectoryFile(kCarriedFileName, carried);
-	if (FileExists(marker))
+	if (FileExists(kUpgradeMarkerFileName))
 		return;
 	/*
 	 * The files were copied in before pg_upgrade (the Debian hook).  The
 	 * restore creates the extension once per database, so the note stays
 	 * until the first normal start (GuardStateAcrossUpgrade).
 	 */
-	if (FileExists(carried))
+	if (FileExists(kCarriedFileName))
 		return;
+	DataDirectoryFile(kUpgradeMarkerFileName, marker);
 	WriteMarker(marker, ERROR);
 }
 
@@ -196,14 +198,12 @@ GuardStateAcrossUpgrade(void)
 {
 	char marker[MAXPGPATH];
 	char reservation[MAXPGPATH];
-	char layout[MAXPGPATH];
 
 	DataDirectoryFile(kUpgradeMarkerFileName, marker);
 	DataDirectoryFile(kReservationFileName, reservation);
-	DataDirectoryFile(kLayoutFileName, layout);
 
-	bool marked = FileExists(marker);
-	bool has_reservation = FileExists(reservation);
+	bool marked = FileExists(kUpgradeMarkerFileName);
+	bool has_reservation = FileExists(kReservationFileName);
 
 	if (IsBinaryUpgrade)
 	{
@@ -213,7 +213,7 @@ GuardStateAcrossUpgrade(void)
 		 * extension (MarkUpgradeTargetOnAccess): the old cluster has files
 		 * too, and must stay unmarked.
 		 */
-		if (!marked && !has_reservation && !FileExists(layout))
+		if (!marked && !has_reservation && !FileExists(kLayoutFileName))
 			WriteMarker(marker, FATAL);
 		return;
 	}
@@ -221,7 +221,7 @@ GuardStateAcrossUpgrade(void)
 	char carried[MAXPGPATH];
 
 	DataDirectoryFile(kCarriedFileName, carried);
-	if (FileExists(carried))
+	if (FileExists(kCarriedFileName))
 	{
 		(void) durable_unlink(carried, FATAL);
 		ereport(LOG, (errmsg("snowflake found the state files carried before pg_upgrade")));
@@ -259,19 +259,17 @@ GuardStateAcrossUpgrade(void)
 	 * leaves the lease state as it found it, so one unchanged since then is
 	 * this directory's own.
 	 */
-	char leases[MAXPGPATH];
 	char lease_state[MAXPGPATH];
 	int64 size;
 	int64 mtime_ns;
 
-	DataDirectoryFile(kLeaseSpaceFileName, leases);
 	DataDirectoryFile(kLeaseStateFileName, lease_state);
 	LeaseStateStamp(lease_state, &size, &mtime_ns);
 
 	bool own_lease_state = size >= 0 && size == marked_fields[kMarkedLeaseStateSize] &&
 		mtime_ns == marked_fields[kMarkedLeaseStateMtimeNs];
 
-	if (size < 0 || own_lease_state || !FileExists(leases))
+	if (size < 0 || own_lease_state || !FileExists(kLeaseSpaceFileName))
 	{
 		if (g_settings.lease_workers == 0)
 		{
@@ -305,10 +303,7 @@ GuardStateAcrossUpgrade(void)
 void
 CheckDataDirectoryAtStart(void)
 {
-	char layout[MAXPGPATH];
-
-	DataDirectoryFile(kLayoutFileName, layout);
-	new_data_directory = !FileExists(layout);
+	new_data_directory = !FileExists(kLayoutFileName);
 	GuardStateAcrossUpgrade();
 }
 

@@ -32,8 +32,8 @@ DataDirectoryFile(const char *name, char *path)
 				 errmsg("data directory path is too long for file \"%s\"", name)));
 }
 
-/* Closes fd (if open) keeping errno, then reports "what" on "path". */
-static void
+/* Closes fd (if open) keeping errno, then reports "what" on "path"; false. */
+static bool
 FailOnFile(int fd, const char *what, const char *path, int elevel)
 {
 	int			saved_errno = errno;
@@ -44,6 +44,7 @@ FailOnFile(int fd, const char *what, const char *path, int elevel)
 	ereport(elevel,
 			(errcode_for_file_access(),
 			 errmsg("could not %s file \"%s\": %m", what, path)));
+	return false;
 }
 
 void
@@ -137,10 +138,7 @@ WriteStateFile(const char *path, const int64 *values, int count, int elevel)
 	int			fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, pg_file_create_mode);
 
 	if (fd < 0)
-	{
-		FailOnFile(fd, "create", temporary, elevel);
-		return false;
-	}
+		return FailOnFile(fd, "create", temporary, elevel);
 	errno = 0;
 	if (write(fd, content, length) != static_cast<ssize_t>(length))
 	{
@@ -150,28 +148,16 @@ WriteStateFile(const char *path, const int64 *values, int count, int elevel)
 		return false;
 	}
 	if (fsync(fd) != 0)
-	{
-		FailOnFile(fd, "fsync", temporary, elevel);
-		return false;
-	}
+		return FailOnFile(fd, "fsync", temporary, elevel);
 	if (close(fd) != 0)
-	{
-		FailOnFile(-1, "close", temporary, elevel);
-		return false;
-	}
+		return FailOnFile(-1, "close", temporary, elevel);
 	if (rename(temporary, path) != 0)
-	{
-		FailOnFile(-1, "rename", temporary, elevel);
-		return false;
-	}
+		return FailOnFile(-1, "rename", temporary, elevel);
 
 	int			dir = open(DataDir, O_RDONLY);
 
 	if (dir < 0 || fsync(dir) != 0)
-	{
-		FailOnFile(dir, "fsync", DataDir, elevel);
-		return false;
-	}
+		return FailOnFile(dir, "fsync", DataDir, elevel);
 	close(dir);
 	return true;
 }

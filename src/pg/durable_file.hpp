@@ -3,14 +3,9 @@
  *	  Small one-line state files in the data directory, replaced atomically
  *	  and durably, and parsed strictly.
  *
- * State files: $PGDATA/snowflake.reservation, snowflake.layout,
- * snowflake.leases (the lease space) and snowflake.upgraded (pg_upgrade's
- * marker).  Each holds one state line (src/core/state_line.hpp, which
- * parses it): decimal integers separated by single spaces and ended by a
- * newline.
- * Nothing here allocates memory: these functions run once per reservation
- * record in long-lived processes (the reservation worker, the startup
- * process of a standby) and at postmaster exit.
+ * Each holds one state line (src/core/state_line.hpp parses it).  Nothing
+ * here allocates memory: these functions run once per reservation record
+ * in long-lived processes and at postmaster exit.
  */
 #ifndef SNOWFLAKE_PG_DURABLE_FILE_HPP
 #define SNOWFLAKE_PG_DURABLE_FILE_HPP
@@ -28,10 +23,7 @@ constexpr int kMaxStateFields = snowflake::kMaxStateFields;
 /* Room for the detail of a parse failure. */
 constexpr size_t kStateProblemSize = snowflake::kStateProblemSize;
 
-/*
- * Writes $PGDATA/<name> into "path" (MAXPGPATH bytes); also for the files
- * of other formats (snowflake.lease_state).
- */
+/* Writes $PGDATA/<name> into "path" (MAXPGPATH bytes), for any file. */
 void		DataDirectoryFile(const char *name, char *path);
 
 /*
@@ -44,10 +36,7 @@ void		DataDirectoryFile(const char *name, char *path);
 bool		ReadStateFile(const char *path, const char *what, int64 *values, int count,
 						  const char *hint);
 
-/*
- * Raises the FATAL (SQLSTATE XX001) for a state file whose content is
- * unusable, with "detail" saying why.
- */
+/* The FATAL (SQLSTATE XX001) for a state file whose content is unusable. */
 [[noreturn]] void ReportCorruptStateFile(const char *path, const char *what,
 										 const char *detail, const char *hint);
 

@@ -3,10 +3,8 @@
  *	  Finding the extension's tables by membership, checking their shape,
  *	  and reading and writing them by OID (see extension_table.hpp).
  *
- * The writes follow logical replication's apply worker
- * (create_edata_for_relation, apply_handle_insert_internal and
- * apply_handle_delete_internal in worker.c), with the same executor
- * helpers of execReplication.c.
+ * The writes follow logical replication's apply worker (worker.c), with
+ * the executor helpers of execReplication.c.
  */
 extern "C"
 {
@@ -165,9 +163,10 @@ CheckShape(ExtensionTable *table)
 		ReportWrongShape(rel, "Its primary key is not the one the extension created.");
 }
 
-/* Every attribute null, for a slot about to be filled from shape values. */
+/* Stores the first "count" shape columns of "values" in "slot", the rest null. */
 void
-ClearToNulls(TupleTableSlot *slot)
+StoreShapeValues(TupleTableSlot *slot, const ExtensionTable *table, int count,
+				 const Datum *values)
 {
 	ExecClearTuple(slot);
 	for (int i = 0; i < slot->tts_tupleDescriptor->natts; i++)
@@ -175,13 +174,12 @@ ClearToNulls(TupleTableSlot *slot)
 		slot->tts_values[i] = (Datum) 0;
 		slot->tts_isnull[i] = true;
 	}
-}
-
-void
-SetShapeValue(TupleTableSlot *slot, const ExtensionTable *table, int column, Datum value)
-{
-	slot->tts_values[table->attnums[column] - 1] = value;
-	slot->tts_isnull[table->attnums[column] - 1] = false;
+	for (int c = 0; c < count; c++)
+	{
+		slot->tts_values[table->attnums[c] - 1] = values[c];
+		slot->tts_isnull[table->attnums[c] - 1] = false;
+	}
+	ExecStoreVirtualTuple(slot);
 }
 
 /* The shape's columns of a slot; NOT NULL, as CheckShape made sure. */
@@ -356,13 +354,8 @@ BeginExtensionTableWrite(const ExtensionTable *table, ExtensionTableWrite *write
 void
 InsertExtensionTableRow(ExtensionTableWrite *write, const Datum *values)
 {
-	TupleTableSlot *row = write->row;
-
-	ClearToNulls(row);
-	for (int c = 0; c < write->table->shape->column_count; c++)
-		SetShapeValue(row, write->table, c, values[c]);
-	ExecStoreVirtualTuple(row);
-	ExecSimpleRelationInsert(write->result, write->estate, row);
+	StoreShapeValues(write->row, write->table, write->table->shape->column_count, values);
+	ExecSimpleRelationInsert(write->result, write->estate, write->row);
 }
 
 bool
@@ -373,10 +366,7 @@ DeleteExtensionTableRowByKey(ExtensionTableWrite *write, const Datum *values,
 	TupleTableSlot *key = write->row;
 
 	Assert(OidIsValid(table->primary_key));
-	ClearToNulls(key);
-	for (int c = 0; c < table->shape->key_count; c++)
-		SetShapeValue(key, table, c, values[c]);
-	ExecStoreVirtualTuple(key);
+	StoreShapeValues(key, table, table->shape->key_count, values);
 	if (!RelationFindReplTupleByIndex(table->rel, table->primary_key, LockTupleExclusive,
 									  key, write->found))
 		return false;

@@ -4,15 +4,9 @@
  *	  through the table and index access methods, never by a name in a
  *	  schema.
  *
- * Code that runs with more rights than its caller (a background worker, a
- * stretch under SetUserIdAndSecContext) must not resolve a name: a schema
- * owner can rename schemas between the lookup and its use and slip in a
- * view of their own.  So a table of the extension is the member relation
- * of that name in pg_depend, opened and locked by OID, checked against the
- * shape the extension's script gave it, read with a heap scan and written
- * with the executor's replication helpers, as logical replication's apply
- * worker does: indexes, constraints, triggers and WAL (logical decoding
- * included) behave as for an INSERT or DELETE, and no SQL text is parsed.
+ * For code that runs with more rights than its caller, which must not
+ * resolve a name (src/pg/README.md says why).  Writes behave as an INSERT
+ * or DELETE for indexes, constraints, triggers and WAL; no SQL is parsed.
  *
  * Shape: the columns a caller relies on, by name and type, all NOT NULL;
  * the first key_count of them form the primary key, in order.  Values are

@@ -1,18 +1,11 @@
 /*
  * module.cpp
- *	  Entry point of the snowflake library.
+ *	  Entry point of the snowflake library (src/pg/README.md).
  *
  * snowflake must be listed in shared_preload_libraries: its settings are
  * read at server start and its worker slots live in shared memory.  Loaded
  * any other way, it defines nothing, and every function reports how to
  * preload it.
- *
- * At server start it validates the settings, checks the layout and the
- * lease space against the ones the data directory last ran with, refuses a
- * data directory that pg_upgrade built without the old one's state files,
- * registers its WAL resource manager and background workers, and requests
- * its shared memory.  Its function manager hook refuses the SECURITY
- * DEFINER functions of older versions in databases not yet updated.
  */
 extern "C"
 {
@@ -86,10 +79,7 @@ RegisterWorker(const char *name, const char *function, int restart_seconds,
 	RegisterBackgroundWorker(&worker);
 }
 
-/*
- * Each subsystem sets up its own part of the shared memory that
- * shared_state.cpp created, so that file depends on none of them.
- */
+/* Through these two, shared_state.cpp and data_directory.cpp include no subsystem. */
 static void
 InitSubsystemState(SharedState *state)
 {
@@ -98,10 +88,6 @@ InitSubsystemState(SharedState *state)
 	InitReservationState(state);
 }
 
-/*
- * What each subsystem records in the data directory before the first ID
- * (pg/data_directory.hpp), so that file depends on none of them.
- */
 static void
 RecordSubsystemsBeforeFirstId(void)
 {

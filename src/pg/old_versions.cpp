@@ -1,13 +1,9 @@
 /*
  * old_versions.cpp
  *	  What the library does about a database whose extension is older than
- *	  the library.
- *
- * ALTER EXTENSION snowflake UPDATE runs in one database at a time, so after
- * the library is upgraded a database may still hold the SQL of an older
- * version (1.0 to 1.3): a session's first ID warns that the database is at
- * an older version.  Nothing here runs a query or resolves a
- * schema-qualified name: pg_extension is read by OID.
+ *	  the library (ALTER EXTENSION snowflake UPDATE runs in one database at
+ *	  a time).  Nothing here runs a query or resolves a name: pg_extension
+ *	  is read by OID.
  */
 extern "C"
 {

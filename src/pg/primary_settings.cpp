@@ -40,12 +40,6 @@ struct PrimarySettingsRecord
 bool primary_known = false;
 PrimarySettingsRecord primary;
 
-void
-PrimarySettingsFilePath(char *path)
-{
-	DataDirectoryFile(kPrimarySettingsFileName, path);
-}
-
 /* What the checks below read: the node id, the lease space and the layout. */
 constexpr int kFileFields = 6;
 
@@ -56,7 +50,7 @@ WritePrimarySettingsFile(const PrimarySettingsRecord &p)
 	int64 values[kFileFields] = {p.node_id,   p.lease_workers, p.worker_bits,
 								 p.node_bits, p.sequence_bits, p.epoch_ms};
 
-	PrimarySettingsFilePath(path);
+	DataDirectoryFile(kPrimarySettingsFileName, path);
 	(void) WriteStateFile(path, values, lengthof(values), ERROR);
 }
 
@@ -207,7 +201,7 @@ CheckPrimarySettingsAtRedoStart(void)
 	 */
 	if (!StandbyMode)
 		return;
-	PrimarySettingsFilePath(path);
+	DataDirectoryFile(kPrimarySettingsFileName, path);
 	if (!ReadStateFile(path, "primary settings file", values, lengthof(values),
 					   "Copy snowflake.primary_settings from the primary's data directory, "
 					   "or remove it: this server then checks the primary's settings at "

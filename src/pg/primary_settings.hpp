@@ -27,9 +27,8 @@
 /*
  * $PGDATA/snowflake.primary_settings: "node_id lease_workers worker_bits
  * node_bits sequence_bits epoch_ms" of the last SETTINGS record written or
- * replayed, so that a standby knows
- * its primary's settings from the start of redo (a base backup carries the
- * file), as PostgreSQL keeps the primary's in pg_control.
+ * replayed, so that a standby knows its primary's settings from the start
+ * of redo, as PostgreSQL keeps the primary's in pg_control.
  */
 constexpr const char *kPrimarySettingsFileName = "snowflake.primary_settings";
 

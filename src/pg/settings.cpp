@@ -14,11 +14,6 @@ extern "C"
 #include "pg/clock.hpp"
 #include "pg/settings.hpp"
 
-extern "C"
-{
-#include "utils/guc_tables.h"	/* to list the placeholders of misspelt settings */
-}
-
 Settings	g_settings;
 
 /* GUC targets must outlive _PG_init: the GUC machinery reads them later. */
@@ -112,65 +107,58 @@ struct IntSetting
 	int			max;
 	GucContext	context;
 	int			flags;
-	const char *raw;			/* as postgresql.conf or the command line set it */
+	const char *raw = nullptr;	/* as postgresql.conf or the command line set it */
 };
 
 IntSetting int_settings[] = {
 	{"snowflake.node_bits", gettext_noop("Bits of each ID that hold the node id."),
-	 &node_bits, 3, 0, 16, PGC_POSTMASTER, 0, nullptr},
+	 &node_bits, 3, 0, 16, PGC_POSTMASTER, 0},
 	{"snowflake.worker_bits", gettext_noop("Bits of each ID that hold the worker id."),
-	 &worker_bits, 7, 0, 16, PGC_POSTMASTER, 0, nullptr},
+	 &worker_bits, 7, 0, 16, PGC_POSTMASTER, 0},
 	{"snowflake.sequence_bits",
 	 gettext_noop("Bits of each ID that count IDs within one millisecond."), &sequence_bits,
-	 12, 1, 24, PGC_POSTMASTER, 0, nullptr},
+	 12, 1, 24, PGC_POSTMASTER, 0},
 	{"snowflake.node_id", gettext_noop("Node id of this server, unique among primaries."),
-	 &g_settings.node_id, 0, 0, 65535, PGC_POSTMASTER, 0, nullptr},
+	 &g_settings.node_id, 0, 0, 65535, PGC_POSTMASTER, 0},
 	{"snowflake.max_drift",
 	 gettext_noop("How far ID timestamps may run ahead of the wall clock."),
-	 &g_settings.max_drift_ms, 1000, 0, kMaxDriftLimitMs, PGC_POSTMASTER, GUC_UNIT_MS,
-	 nullptr},
+	 &g_settings.max_drift_ms, 1000, 0, kMaxDriftLimitMs, PGC_POSTMASTER, GUC_UNIT_MS},
 	{"snowflake.reserve_ahead",
 	 gettext_noop("How far the durable reservation runs ahead of the newest ID."),
-	 &g_settings.reserve_ahead_ms, 1000, 10, kMaxReserveAheadMs, PGC_SIGHUP, GUC_UNIT_MS,
-	 nullptr},
+	 &g_settings.reserve_ahead_ms, 1000, 10, kMaxReserveAheadMs, PGC_SIGHUP, GUC_UNIT_MS},
 	{"snowflake.clock_wait_timeout",
 	 gettext_noop("How long a session waits for the clock to come within "
 				  "snowflake.max_drift of the next ID."),
-	 &g_settings.clock_wait_timeout_ms, 10000, 0, 3600000, PGC_USERSET, GUC_UNIT_MS,
-	 nullptr},
+	 &g_settings.clock_wait_timeout_ms, 10000, 0, 3600000, PGC_USERSET, GUC_UNIT_MS},
 	{"snowflake.registry_interval",
 	 gettext_noop("How often this node heartbeats in snowflake_nodes and looks "
 				  "for another running instance with its node_id."),
-	 &g_settings.registry_interval_ms, 10000, 100, 3600000, PGC_SIGHUP, GUC_UNIT_MS,
-	 nullptr},
+	 &g_settings.registry_interval_ms, 10000, 100, 3600000, PGC_SIGHUP, GUC_UNIT_MS},
 	{"snowflake.lease_workers",
 	 gettext_noop("How many worker ids, the highest ones, are leased to "
 				  "application-side generators instead of sessions."),
-	 &g_settings.lease_workers, 0, 0, 65535, PGC_POSTMASTER, 0, nullptr},
+	 &g_settings.lease_workers, 0, 0, 65535, PGC_POSTMASTER, 0},
 	{"snowflake.lease_clock_tolerance",
 	 gettext_noop("How far a leasing client's clock may be from the database's."),
-	 &g_settings.lease_clock_tolerance_ms, 1000, 0, 3600000, PGC_SIGHUP, GUC_UNIT_MS,
-	 nullptr},
+	 &g_settings.lease_clock_tolerance_ms, 1000, 0, 3600000, PGC_SIGHUP, GUC_UNIT_MS},
 	{"snowflake.lease_connection_window",
 	 gettext_noop("How far past its last renewal the holder of a connection-scoped "
 				  "lease may issue IDs."),
 	 &g_settings.lease_connection_window_ms, 10000, 1000, kMaxLeaseWindowMs, PGC_SIGHUP,
-	 GUC_UNIT_MS, nullptr},
+	 GUC_UNIT_MS},
 	{"snowflake.clock_step_threshold",
 	 gettext_noop("How far the wall clock must step forward, against the boot-time "
 				  "clock, to count as a step."),
-	 &g_settings.clock_step_threshold_ms, 1000, 100, 3600000, PGC_SIGHUP, GUC_UNIT_MS,
-	 nullptr},
+	 &g_settings.clock_step_threshold_ms, 1000, 100, 3600000, PGC_SIGHUP, GUC_UNIT_MS},
 	{"snowflake.clock_step_confirmation",
 	 gettext_noop("How long a forward step of the wall clock must last before IDs "
 				  "follow it."),
 	 &g_settings.clock_step_confirmation_ms, 600000, 1000, 86400000, PGC_SIGHUP,
-	 GUC_UNIT_MS, nullptr},
+	 GUC_UNIT_MS},
 	{"snowflake.clock_skew_threshold",
 	 gettext_noop("How far this node's clock may disagree with another running "
 				  "node's, as their registry heartbeats show, before it is reported."),
-	 &g_settings.clock_skew_threshold_ms, 1000, 100, 86400000, PGC_SIGHUP, GUC_UNIT_MS,
-	 nullptr},
+	 &g_settings.clock_skew_threshold_ms, 1000, 100, 86400000, PGC_SIGHUP, GUC_UNIT_MS},
 };
 
 const char *collision_policy_raw = nullptr;

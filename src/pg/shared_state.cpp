@@ -1,12 +1,7 @@
 /*
  * shared_state.cpp
- *	  Requesting, creating and finding snowflake's shared memory.
- *
- * The memory is created afresh at every postmaster start and after every
- * crash restart, with no session attached to any slot; the subsystems then
- * set up their own fields (the reservation as the data directory last
- * recorded it, which WAL replay may raise further before the first ID is
- * issued).
+ *	  Requesting, creating and finding snowflake's shared memory, created
+ *	  afresh at every postmaster start and crash restart.
  */
 extern "C"
 {
@@ -111,7 +106,6 @@ StartSharedState(SharedStateInitializer initialize_subsystems)
 		state->attachment_count = static_cast<uint32>(MaxBackends);
 		state->attachments_offset = AttachmentsOffset();
 		InitSlots(state);
-		/* The subsystems' own fields: the node registry's, the reservation's. */
 		initialize_subsystems(state);
 	}
 	LWLockRelease(AddinShmemInitLock);

@@ -23,14 +23,9 @@
  *	  such as the snowflake_workers view take no lock and may see a
  *	  slightly stale row.
  *
- * Who sets up what: shared_state.cpp sizes and creates the memory and sets
- * up the common fields and the slots; the reservation and the node registry
- * each set up their own fields (InitReservationState, InitRegistryState),
- * called through the initializer that module.cpp installs.  So this file
- * depends on neither.
- *
- * The structs are plain data: no constructors, no pointers into a process's
- * own memory.
+ * Each subsystem sets up its own fields through the initializer module.cpp
+ * installs.  The structs are plain data: no constructors, no pointers into
+ * a process's own memory.
  */
 #ifndef SNOWFLAKE_PG_SHARED_STATE_HPP
 #define SNOWFLAKE_PG_SHARED_STATE_HPP
@@ -236,25 +231,17 @@ struct SharedState
 };
 
 
-/*
- * The LWLock tranche of the extension, with one lock: the reservation's
- * (reservation_lock), which the reservation looks up when it initialises
- * its fields.
- */
+/* The LWLock tranche of the extension, with one lock: reservation_lock. */
 constexpr const char *kSharedLockTrancheName = "snowflake";
 
 /*
- * Sets up the fields a subsystem owns, in freshly created memory, under
- * AddinShmemInitLock; it runs after the common fields and the slots are
- * set up.
+ * Its part of the shared-memory hooks, which module.cpp installs.
+ * "initialize" sets up the subsystems' fields under AddinShmemInitLock,
+ * after the common fields and the slots, each time the memory is created:
+ * at start and after every crash restart.
  */
 using SharedStateInitializer = void (*)(SharedState *state);
 
-/*
- * Its part of the shared-memory hooks, which module.cpp installs.
- * "initialize" sets up the subsystems' fields each time the memory is
- * created: at start and after every crash restart.
- */
 void		RequestSharedState(void);
 void		StartSharedState(SharedStateInitializer initialize);
 

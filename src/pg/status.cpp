@@ -48,11 +48,9 @@ PG_FUNCTION_INFO_V1(snowflake_worker_slots);
 }
 
 /*
- * The columns of snowflake_status() in each version's declaration: 1.0
- * had 12, 1.1 16, 1.2 18, 1.3 22, 1.6 32.  A database not yet updated
- * calls the library with its older declaration: heap_form_tuple() takes the first
- * natts of the values, so one row of kStatusColumns serves every version,
- * as long as each version only added columns at the end.
+ * The columns of snowflake_status() in each version's declaration (1.0 to
+ * 1.3, 1.6): heap_form_tuple() takes the first natts of the values, so one
+ * row serves every version, as long as each only added columns at the end.
  */
 static constexpr int kStatusColumns = 32;
 static constexpr int kStatusColumnsByVersion[] = {12, 16, 18, 22, kStatusColumns};
@@ -216,7 +214,6 @@ snowflake_status(PG_FUNCTION_ARGS)
 	nulls[i] = !clocks_compared;
 	values[i++] = Int64GetDatum(clock_skew_ms);
 	Assert(i == kStatusColumns);
-	/* An older declaration takes the first tupdesc->natts values (see above). */
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }
 

@@ -17,9 +17,8 @@ extern "C"
 #include "pg/sync_standbys.hpp"
 
 /*
- * Whether synchronous_standby_names names standbys, as the checkpointer
- * last published it for the whole server (a waiting process cannot reload
- * its own copy of the setting); before it has, this process's own copy.
+ * As the checkpointer last published it for the whole server (a waiting
+ * process cannot reload its own copy); before it has, this process's own.
  */
 bool
 SynchronousStandbysDefined(void)
@@ -40,18 +39,13 @@ SynchronousStandbysDefined(void)
 }
 
 /*
- * Waits until the synchronous standbys, if synchronous_standby_names names
- * any, have flushed WAL up to "lsn", so that a standby promoted in a
- * failover knows every reservation an ID used, and every lease a client
- * was shown.
- *
- * This is decided for the whole server, never by the calling session's
- * synchronous_commit: a session that turned it off must not publish a
- * reservation for every session, nor weaken a lease another client relies
- * on.  So SyncRepWaitForLSN(), which follows
- * that setting, is not used; the wait polls the position up to which the
- * standbys confirmed, with a growing pause (the walsenders wake only
- * queued waiters), and answers cancel and termination requests.
+ * So that a standby promoted in a failover knows every reservation an ID
+ * used, and every lease a client was shown.  Never by the calling
+ * session's synchronous_commit: a session that turned it off must not
+ * publish a reservation for every session, nor weaken a lease another
+ * client relies on.  So not SyncRepWaitForLSN(), which follows that
+ * setting: the wait polls the position the standbys confirmed, with a
+ * growing pause (the walsenders wake only queued waiters).
  */
 void
 WaitForSynchronousStandbys(XLogRecPtr lsn)

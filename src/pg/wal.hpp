@@ -1,24 +1,9 @@
 /*
  * wal.hpp
- *	  The extension's custom WAL resource manager: its id, the kinds of
- *	  record it carries, and the table through which each kind's owner
- *	  replays and describes it.
- *
- * Three record kinds: "RESERVE", holding a new reservation as Unix ms
- * (src/pg/reservation/reservation_record.hpp), "LEASE", a worker-id
- * lease's new image (src/pg/leases/lease_table.hpp), and "SETTINGS", the
- * primary's node id, lease space and layout, which a standby checks
- * (src/pg/primary_settings.hpp).  Replayed after crash
- * recovery, and continuously on physical standbys.
- *
- * Resource manager id 148, in the range PostgreSQL leaves to extensions.
- * Every server that replays this WAL must preload snowflake.
- *
- * The shape is that of PostgreSQL's src/test/modules/test_custom_rmgrs:
- * one RmgrData whose redo, desc and identify switch on the record kind.
- * The subsystems that write records include this header for the id and
- * the kind bits; this file includes none of theirs.  module.cpp hands the
- * redo and desc function of each kind to RegisterSnowflakeRmgr.
+ *	  The extension's custom WAL resource manager (src/pg/README.md): its
+ *	  id, in the range PostgreSQL leaves to extensions, the record kinds,
+ *	  and the table through which each kind's owner replays and describes
+ *	  it.  Every server that replays this WAL must preload snowflake.
  */
 #ifndef SNOWFLAKE_PG_WAL_HPP
 #define SNOWFLAKE_PG_WAL_HPP
@@ -36,9 +21,9 @@ extern "C"
 constexpr RmgrId kSnowflakeRmgrId = 148;
 
 /* The rmgr's own bits of xl_info (the low four belong to PostgreSQL). */
-constexpr uint8 kXlogReserve = 0x10;
-constexpr uint8 kXlogLease = 0x20;
-constexpr uint8 kXlogSettings = 0x30;	/* since 1.6: src/pg/primary_settings.hpp */
+constexpr uint8 kXlogReserve = 0x10;	/* reservation/reservation_record.hpp */
+constexpr uint8 kXlogLease = 0x20;		/* leases/lease_table.hpp */
+constexpr uint8 kXlogSettings = 0x30;	/* since 1.6: primary_settings.hpp */
 
 /* What the owner of one record kind does with it. */
 struct WalRecordHandlers

@@ -1,9 +1,8 @@
 /*
- * The background workers' SIGTERM: a flag and the latch while idle,
- * PostgreSQL's die() while busy; a shutdown is a SIGTERM sent by the
- * postmaster.  die() alone ends a background worker
- * with "FATAL: terminating background worker ... due to administrator
- * command" and exit code 1 at every shutdown, which alerts on FATAL catch.
+ * The background workers' SIGTERM (src/pg/README.md).  Why not die() alone:
+ * it ends a worker with "FATAL: terminating background worker ... due to
+ * administrator command" and exit code 1 at every shutdown, which alerts
+ * on FATAL catch.
  */
 extern "C"
 {

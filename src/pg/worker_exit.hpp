@@ -18,10 +18,8 @@ void InstallWorkerSignalHandlers(void);
 /*
  * Waits on the latch for up to timeout_ms, as the worker's idle wait.  A
  * SIGTERM that came before or during it ends the worker here, without an
- * error: exit code 0 if the postmaster sent it (a shutdown), 1 otherwise, so that a
- * worker an administrator terminated is started again.  Outside this wait
- * SIGTERM acts as PostgreSQL's die(): the next CHECK_FOR_INTERRUPTS() ends
- * the worker, so that it never holds a shutdown or DROP DATABASE up.
+ * error (src/pg/README.md gives the exit codes).  Outside this wait SIGTERM
+ * acts as die(), so that a worker never holds a shutdown or DROP DATABASE up.
  */
 void WaitForWorkOrExit(long timeout_ms);
 

@@ -1,18 +1,9 @@
 /*
  * reservation.cpp
  *	  Loading, replaying and extending the durable reservation, and fixing
- *	  the generation floor.
- *
- * Invariant: a timestamp is published in reserved_until (and so usable by
- * the hot path) only after a WAL record covering it was flushed, any
- * synchronous standby confirmed it, and the file says at least as much.
- * While the server runs, the file only grows: durable_until, guarded by
- * reservation_lock, is the largest value written, and a new record always
- * exceeds it.  Only the postmaster, at its normal exit, lowers it to the
- * newest timestamp really issued, when no other process is left.
- *
- * Nothing on the paths taken per record (writing the file, replay)
- * allocates memory: they run in long-lived processes.
+ *	  the generation floor.  The invariants are in README.md; the file
+ *	  only grows because durable_until, guarded by reservation_lock, is the
+ *	  largest value written, and a new record always exceeds it.
  */
 extern "C"
 {
@@ -221,22 +212,16 @@ ReplayReservation(int64 until_unix_ms)
 
 /*
  * Caller holds reservation_lock; recovery has ended.  Every ID and every
- * lease passes through here first (FixGenerationFloor), so what is written
- * before floor_ready is published is on disk before anything is issued.
- * The order, and why it matters for uniqueness:
- *	1. The data directory's first-ID records (the running layout in
- *	   snowflake.layout, the lease space in snowflake.leases), each written
- *	   and fsynced, before any ID: a later start checks its layout and its
- *	   lease space against them, so an ID issued before they were written
- *	   could be issued again under a layout or lease space they would have
- *	   refused.  Only now, once the server has started, so that a start
- *	   that failed does not lock in a layout no ID was issued under.
- *	2. Then, if there is none, a reservation file with the floor - 1, so
- *	   that from now on only a 1.0 data directory (or a deleted file) lacks
- *	   one: the next start's floor then comes from it.
+ * lease passes through here first, and the order matters for uniqueness:
+ *	1. The first-ID records (the layout, the lease space), fsynced: a later
+ *	   start checks its layout and lease space against them, so an ID
+ *	   issued before them could be issued again under a layout or lease
+ *	   space they would have refused.  Only now, so that a start that
+ *	   failed does not lock in a layout no ID was issued under.
+ *	2. If there is none, a reservation file with the floor - 1, so that
+ *	   only a 1.0 data directory (or a deleted file) lacks one.
  *	3. Last, the floor, behind a write barrier: a process that sees
  *	   floor_ready sees the files of 1 and 2 on disk.
- * Nothing is issued before 3, so a crash anywhere before it loses no ID.
  * A failure (ERROR) in 1 or 2 leaves the floor unfixed; the next caller
  * tries again (rewriting a file already written is harmless).
  */

@@ -22,13 +22,10 @@
 #include "pg/shared_state.hpp"
 
 /*
- * How far past the wall clock the IDs of snowflake 1.0 could reach: its
- * largest snowflake.max_drift.  A data directory that has a layout file but
- * no reservation file last issued IDs, if any, under 1.0 (every later
- * version writes the reservation file before its first ID), so none of
- * them lies further than this past the next start.  Bounding them by
- * kMaxReachAheadMs instead would be as safe but would keep generation
- * waiting for the clock for a day after such an upgrade.
+ * How far past the wall clock the IDs of snowflake 1.0 could reach (its
+ * largest max_drift): a layout file without a reservation file means 1.0
+ * last ran here.  kMaxReachAheadMs would be as safe but would keep
+ * generation waiting for the clock for a day after such an upgrade.
  */
 constexpr int64 kVersion10ReachAheadMs = 60000;
 
@@ -39,11 +36,7 @@ constexpr int64 kVersion10ReachAheadMs = 60000;
  */
 bool		ReadReservationFile(int64 *unix_ms);
 
-/*
- * Sets up the reservation's fields of freshly created shared memory, from
- * the file (postmaster, at start and after a crash restart), and registers
- * RecordIssuedAtExit in the postmaster.
- */
+/* Sets up the reservation's fields of new shared memory, from the file. */
 void		InitReservationState(SharedState *state);
 
 /*
@@ -53,11 +46,8 @@ void		InitReservationState(SharedState *state);
 int64		EarlierIdsReachUnixMs(SharedState *state);
 
 /*
- * on_shmem_exit callback of the postmaster (arg: the SharedState).  At a
- * normal exit (code 0) of a server that issued IDs, every other process has
- * exited, so the slots hold the last IDs really issued: records the newest
- * one's timestamp as the reservation, so the next start resumes just above
- * it.
+ * The postmaster's on_shmem_exit callback: at a normal exit the slots hold
+ * the last IDs really issued; records the newest one's timestamp.
  */
 void		RecordIssuedAtExit(int code, Datum arg);
 
@@ -77,26 +67,18 @@ ReservedUntil(SharedState *state)
 /*
  * Makes timestamps up to at least "needed" (ms since the layout's epoch)
  * durable; if that takes a new record, it reserves up to "wanted" (not
- * below "needed").  Both are lowered to the layout's last millisecond.  Writes and flushes a WAL record, waits for synchronous
- * standbys if there are any, and writes the file.  Not during recovery.
+ * below "needed"), both lowered to the layout's last millisecond.  Not
+ * during recovery.
  */
 void		ExtendReservation(SharedState *state, int64 needed, int64 wanted);
 
 /*
  * The generation floor: the lowest timestamp any slot may issue in this
- * run of the server, one past the reservation recovered at start-up or
- * promotion (or, with no reservation recorded, the start time, or one past
- * the start time + kVersion10ReachAheadMs if IDs may have been issued
- * here).  Every ID and every lease asks for it through this function, which
- * fixes it if it is not fixed yet: first it makes the data directory's first-ID records
- * (RecordDataDirectoryBeforeFirstId: the running layout in
- * $PGDATA/snowflake.layout, the lease space in $PGDATA/snowflake.leases),
- * then writes the floor - 1 into $PGDATA/snowflake.reservation if that
- * file is missing, then publishes the floor.  ERROR if a file cannot be
- * written; the floor then stays unfixed and the next caller tries again.
- * Recovery has ended.  The reservation worker calls it as it starts, so
- * that the files are written before the first ID is asked for.  Returns
- * the floor.
+ * run, one past the reservation recovered at start-up or promotion (with
+ * none recorded, the start time, or one past the start time +
+ * kVersion10ReachAheadMs if IDs may have been issued here).  Fixes it
+ * first if need be (FixFloorLocked in reservation.cpp); ERROR if a file
+ * cannot be written, and the next caller tries again.  After recovery.
  */
 int64		FixGenerationFloor(SharedState *state);
 

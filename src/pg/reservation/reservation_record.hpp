@@ -1,8 +1,6 @@
 /*
  * reservation_record.hpp
- *	  The RESERVE record of the extension's resource manager (src/pg/wal.hpp):
- *	  a new reservation, as Unix ms, whose redo raises the reservation of the
- *	  replaying server.
+ *	  The RESERVE record (src/pg/wal.hpp): a new reservation, as Unix ms.
  */
 #ifndef SNOWFLAKE_PG_RESERVATION_RECORD_HPP
 #define SNOWFLAKE_PG_RESERVATION_RECORD_HPP
@@ -12,10 +10,8 @@
 /* Inserts a RESERVE record for "until_unix_ms" and flushes it. */
 XLogRecPtr	LogReservation(int64 until_unix_ms);
 
-/* Redo of a RESERVE record. */
+/* Its redo and its description (pg_waldump). */
 void		RedoReservationRecord(XLogReaderState *record);
-
-/* Describes a RESERVE record for pg_waldump. */
 void		DescribeReservationRecord(StringInfo buf, XLogReaderState *record);
 
 #endif							/* SNOWFLAKE_PG_RESERVATION_RECORD_HPP */

@@ -67,11 +67,7 @@ KeepReservationAhead(SharedState *state, int64 *newest_seen, int64 *active_until
 		ExtendReservation(state, needed, front + g_settings.reserve_ahead_ms);
 }
 
-/*
- * Warns once a UTC day, from this worker's start, while the running layout
- * has less than a year of timestamps left; "last_warned_day" is the day of
- * the last warning.  Arithmetic on the settings only: no catalog.
- */
+/* The horizon's warning (README.md); "last_warned_day": the last one's day. */
 static void
 WarnOfHorizon(int64 *last_warned_day)
 {
@@ -113,10 +109,8 @@ snowflake_reservation_main(Datum arg)
 													   ALLOCSET_SMALL_SIZES);
 
 	/*
-	 * On a standby the worker only observes the clock until promotion.  As
-	 * it starts on a primary, and at the first tick after a promotion, it
-	 * fixes the floor, not at the first ID: that makes the first-ID records and the reservation file as soon
-	 * as the server has started or been promoted.
+	 * The floor is fixed as soon as the server has started or been
+	 * promoted, not at the first ID, so that its files are written early.
 	 */
 	bool		in_recovery = RecoveryInProgress();
 
