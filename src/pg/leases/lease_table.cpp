@@ -222,12 +222,7 @@ LeaseFile(void)
 static bool
 WriteImage(const LeaseImage &image)
 {
-	alignas(8) char block[kLeaseBlockSize];
-
-	memset(block, 0, sizeof(block));
-	memcpy(block, &image, sizeof(image));
-	return pwrite(LeaseFile(), block, kLeaseBlockSize,
-				  static_cast<off_t>(image.worker_id) * kLeaseBlockSize) == kLeaseBlockSize;
+	return WriteLeaseBlock(LeaseFile(), image.worker_id, &image, sizeof(image));
 }
 
 static XLogRecPtr
@@ -238,11 +233,11 @@ LogImage(const LeaseImage &image)
 	return XLogInsert(kSnowflakeRmgrId, kXlogLease);
 }
 
-/* ERROR for a write into the file that failed. */
+/* ERROR (or "elevel") for a write into the file that failed. */
 static void
-ReportWriteFailure(void)
+ReportWriteFailure(int elevel = ERROR)
 {
-	ereport(ERROR,
+	ereport(elevel,
 			(errcode_for_file_access(),
 			 errmsg("could not write file \"%s\": %m", kLeaseStateFileName)));
 }
@@ -482,9 +477,7 @@ ReplayLeaseRecord(XLogReaderState *record)
 	if ((header_changed && !WriteLeaseHeader(LeaseFile(), table, false)) ||
 		(apply && !WriteImage(image)) ||
 		((header_changed || apply) && pg_fdatasync(LeaseFile()) != 0))
-		ereport(data_sync_elevel(ERROR),
-				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", kLeaseStateFileName)));
+		ReportWriteFailure(data_sync_elevel(ERROR));
 	if (apply)
 	{
 		entry->image = image;
