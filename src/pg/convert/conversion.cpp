@@ -86,7 +86,6 @@ Refuse(int code, const char *message, const char *detail, const char *hint)
 	ereport(ERROR,
 			(errcode(code), errmsg("%s", message),
 			 detail != nullptr ? errdetail("%s", detail) : 0, errhint("%s", hint)));
-	pg_unreachable();
 }
 
 const char *

@@ -131,7 +131,6 @@ FailOn(int fd, const char *what, const char *path)
 	ereport(FATAL,
 			(errcode_for_file_access(),
 			 errmsg("could not %s file \"%s\": %m", what, path)));
-	pg_unreachable();
 }
 
 [[noreturn]] static void
@@ -432,7 +431,6 @@ RefuseSmallerLeaseSpace(int fd, LiveLeases *live)
 					 "the snowflake documentation.",
 					 all - live->lowest_worker_id,
 					 timestamptz_to_str(UnixMsToTimestampTz(live->until_ms)))));
-	pg_unreachable();
 }
 
 /* The layout changed under a lease that may issue IDs past the layout check's reach. */
@@ -452,7 +450,6 @@ RefuseLayoutChangeUnderLeases(int fd, LiveLeases *live)
 					 "reach.",
 					 timestamptz_to_str(UnixMsToTimestampTz(
 						 live->until_ms - snowflake::kMaxDriftLimitMs)))));
-	pg_unreachable();
 }
 
 /*

@@ -768,7 +768,7 @@ snowflake_renew_lease(PG_FUNCTION_ARGS)
 				 errhint("Lease a worker id again.")));
 	ReportRefusedChange(out, request);
 	/* Not waited for: a start after a crash settles renewals (lease_table.hpp). */
-	PublishLeaseChange(out.lsn);
+	XLogSetAsyncXactLSN(out.lsn);
 	PG_RETURN_DATUM(RenewResult(fcinfo, out.image));
 }
 
@@ -788,6 +788,6 @@ snowflake_release_lease(PG_FUNCTION_ARGS)
 	if (out.image.flags & kLeaseRevoked)
 		MakeLeaseChangeDurable(request.table, out.change, out.lsn);
 	else
-		PublishLeaseChange(out.lsn);
+		XLogSetAsyncXactLSN(out.lsn);
 	PG_RETURN_BOOL(true);
 }

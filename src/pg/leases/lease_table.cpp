@@ -72,12 +72,6 @@ StateOfLease(const LeaseEntry &entry, int64 now_ms)
 }
 
 bool
-LeaseIsHeld(const LeaseEntry &entry, int64 now_ms)
-{
-	return StateOfLease(entry, now_ms) == LeaseState::kHeld;
-}
-
-bool
 HeldByThisBackend(const LeaseEntry &entry)
 {
 	return entry.connected && entry.image.backend_pid == MyProcPid &&
@@ -102,7 +96,7 @@ LeaseHistoryOf(const LeaseEntry &entry, int64 now_ms)
 	history.ever_leased = EverLeased(image);
 	if (!history.ever_leased)
 		return history;
-	history.held = LeaseIsHeld(entry, now_ms);
+	history.held = StateOfLease(entry, now_ms) == LeaseState::kHeld;
 	history.released = (image.flags & kLeaseReleased) != 0;
 	history.not_before_ms = image.not_before_ms;
 	history.not_after_ms = image.not_after_ms;
@@ -377,12 +371,6 @@ MakeLeaseChangeDurable(LeaseTable *table, uint64 change, XLogRecPtr lsn)
 	}
 	else
 		XLogSetAsyncXactLSN(lsn);
-}
-
-void
-PublishLeaseChange(XLogRecPtr lsn)
-{
-	XLogSetAsyncXactLSN(lsn);
 }
 
 /*

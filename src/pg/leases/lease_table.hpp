@@ -165,8 +165,7 @@ constexpr uint32 kLeaseHeaderMagic = 0x534c4833; /* "SLH3" */
  * tokens stay below 2^53 (exact in a JavaScript number) until the year
  * 2248, and an int64 holds about 2^62 grants above it.
  */
-constexpr int kTokensPerMsShift = 10;
-constexpr int64 kTokensPerMs = int64{1} << kTokensPerMsShift;
+constexpr int64 kTokensPerMs = int64{1} << 10;
 
 struct LeaseEntry
 {
@@ -215,9 +214,6 @@ enum class LeaseState
 
 LeaseState	StateOfLease(const LeaseEntry &entry, int64 now_ms);
 
-/* Whether the entry's lease is held now (StateOfLease() is kHeld). */
-bool		LeaseIsHeld(const LeaseEntry &entry, int64 now_ms);
-
 /* The entry as the core's rules read it. */
 snowflake::LeaseHistory LeaseHistoryOf(const LeaseEntry &entry, int64 now_ms);
 
@@ -254,9 +250,6 @@ uint64		CommitLeaseImage(LeaseTable *table, uint32 index, LeaseImage *image,
  * fsynced, WAL confirmed by synchronous standbys if any.  Without the lock.
  */
 void		MakeLeaseChangeDurable(LeaseTable *table, uint64 change, XLogRecPtr lsn);
-
-/* A renewal or a holder's release: the WAL writer ships "lsn" soon, unwaited. */
-void		PublishLeaseChange(XLogRecPtr lsn);
 
 /* Registers, once per backend, the exit callback that ends its connection leases. */
 void		WatchConnectionLeases(void);
