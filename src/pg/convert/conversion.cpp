@@ -1,9 +1,7 @@
 /*
  * conversion.cpp
  *	  snowflake_convert_column(): a serial or identity key, and the columns
- *	  that reference it, to bigint DEFAULT snowflake_nextval().  It runs with
- *	  its caller's rights, finds and locks every object by OID, and checks its
- *	  statements by OID before and after they run (README.md says why).
+ *	  that reference it, to bigint DEFAULT snowflake_nextval() (README.md).
  */
 extern "C"
 {
@@ -88,7 +86,6 @@ Refuse(int code, const char *message, const char *detail, const char *hint)
 	ereport(ERROR,
 			(errcode(code), errmsg("%s", message),
 			 detail != nullptr ? errdetail("%s", detail) : 0, errhint("%s", hint)));
-	pg_unreachable();
 }
 
 const char *
@@ -189,35 +186,26 @@ DatumAt(uint64 row, int col, bool *isnull)
 	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull);
 }
 
+/* The oid[] of "list", or with "names" the name[] of its strings. */
 Datum
-OidArray(List *oids)
+ListArray(List *list, bool names)
 {
-	Datum *items = static_cast<Datum *>(palloc0(sizeof(Datum) * (list_length(oids) + 1)));
+	Datum *items = static_cast<Datum *>(palloc0(sizeof(Datum) * (list_length(list) + 1)));
 	int n = 0;
 	ListCell *lc;
 
-	foreach (lc, oids)
-		items[n++] = ObjectIdGetDatum(lfirst_oid(lc));
-	return PointerGetDatum(
-		construct_array(items, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
-}
-
-Datum
-NameArray(List *names)
-{
-	Datum *items = static_cast<Datum *>(palloc0(sizeof(Datum) * (list_length(names) + 1)));
-	int n = 0;
-	ListCell *lc;
-
-	foreach (lc, names)
+	foreach (lc, list)
 	{
-		Name name = static_cast<Name>(palloc0(NAMEDATALEN));
+		Name name = names ? static_cast<Name>(palloc0(NAMEDATALEN)) : nullptr;
 
-		namestrcpy(name, static_cast<const char *>(lfirst(lc)));
-		items[n++] = NameGetDatum(name);
+		if (name != nullptr)
+			namestrcpy(name, static_cast<const char *>(lfirst(lc)));
+		items[n++] = name != nullptr ? NameGetDatum(name) :
+									   ObjectIdGetDatum(lfirst_oid(lc));
 	}
 	return PointerGetDatum(
-		construct_array(items, n, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR));
+		names ? construct_array(items, n, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR) :
+				construct_array(items, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
 }
 
 /* Extension ext's snowflake_nextval() without arguments, by its pg_depend entry. */
@@ -570,8 +558,8 @@ List *
 TablesToLock(const Conversion *c)
 {
 	Oid types[4] = {OIDARRAYOID, NAMEARRAYOID, OIDARRAYOID, OIDARRAYOID};
-	Datum values[4] = {OidArray(c->w_rel), NameArray(c->w_att), OidArray(c->r_rel),
-					   OidArray(c->locked)};
+	Datum values[4] = {ListArray(c->w_rel, false), ListArray(c->w_att, true),
+					   ListArray(c->r_rel, false), ListArray(c->locked, false)};
 	uint64 rows = CatalogQuery(kTablesToLockQuery, 4, types, values);
 	List *rels = NIL;
 	bool isnull;
@@ -1023,17 +1011,13 @@ snowflake_convert_column(PG_FUNCTION_ARGS)
 			"Run it in a READ COMMITTED transaction, the default.");
 	FindExtensionObjects(c, fcinfo->flinfo->fn_oid);
 
-	HeapTuple tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(c->table));
+	char relkind = get_rel_relkind(c->table);
 
-	if (!HeapTupleIsValid(tuple))
+	if (relkind == '\0')
 		Refuse(ERRCODE_UNDEFINED_TABLE,
 			   psprintf("relation with OID %u does not exist", c->table), nullptr,
 			   "Pass a table that exists.");
-	c->rel_name = pstrdup(
-		NameStr(reinterpret_cast<Form_pg_class>(GETSTRUCT(tuple))->relname));
-	char relkind = reinterpret_cast<Form_pg_class>(GETSTRUCT(tuple))->relkind;
-
-	ReleaseSysCache(tuple);
+	c->rel_name = get_rel_name(c->table);
 	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
 		Refuse(ERRCODE_WRONG_OBJECT_TYPE, psprintf("\"%s\" is not a table", c->rel_name),
 			   nullptr,

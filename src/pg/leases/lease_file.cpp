@@ -131,7 +131,6 @@ FailOn(int fd, const char *what, const char *path)
 	ereport(FATAL,
 			(errcode_for_file_access(),
 			 errmsg("could not %s file \"%s\": %m", what, path)));
-	pg_unreachable();
 }
 
 [[noreturn]] static void
@@ -154,17 +153,24 @@ ReadBlock(int fd, const char *path, uint32 n, char *block)
 	return got == kLeaseBlockSize;
 }
 
+bool
+WriteLeaseBlock(int fd, uint32 n, const void *data, size_t size)
+{
+	alignas(8) char block[kLeaseBlockSize];
+
+	memset(block, 0, kLeaseBlockSize);
+	memcpy(block, data, size);
+	return pwrite(fd, block, kLeaseBlockSize, static_cast<off_t>(n) * kLeaseBlockSize) ==
+		kLeaseBlockSize;
+}
+
 /* Writes block n as the empty image of worker id n. */
 static void
 WriteEmptyBlock(int fd, const char *path, uint32 n)
 {
-	alignas(8) char block[kLeaseBlockSize];
 	const LeaseImage image = EmptyLeaseImage(n);
 
-	memset(block, 0, kLeaseBlockSize);
-	memcpy(block, &image, sizeof(image));
-	if (pwrite(fd, block, kLeaseBlockSize, static_cast<off_t>(n) * kLeaseBlockSize) !=
-		kLeaseBlockSize)
+	if (!WriteLeaseBlock(fd, n, &image, sizeof(image)))
 	{
 		if (errno == 0)
 			errno = ENOSPC;
@@ -219,7 +225,6 @@ FsyncDataDirectory(void)
 bool
 WriteLeaseHeader(int fd, const LeaseTable *table, bool clean)
 {
-	alignas(8) char block[kLeaseBlockSize];
 	LeaseFileHeader header;
 
 	memset(&header, 0, sizeof(header));
@@ -232,10 +237,8 @@ WriteLeaseHeader(int fd, const LeaseTable *table, bool clean)
 	header.last_change = table->last_change;
 	memcpy(header.boot_id, table->boot_id, kBootIdSize);
 	header.crc = HeaderCrc(header);
-	memset(block, 0, sizeof(block));
-	memcpy(block, &header, sizeof(header));
 	errno = 0;
-	return pwrite(fd, block, kLeaseBlockSize, 0) == kLeaseBlockSize;
+	return WriteLeaseBlock(fd, 0, &header, sizeof(header));
 }
 
 void
@@ -428,7 +431,6 @@ RefuseSmallerLeaseSpace(int fd, LiveLeases *live)
 					 "the snowflake documentation.",
 					 all - live->lowest_worker_id,
 					 timestamptz_to_str(UnixMsToTimestampTz(live->until_ms)))));
-	pg_unreachable();
 }
 
 /* The layout changed under a lease that may issue IDs past the layout check's reach. */
@@ -448,7 +450,6 @@ RefuseLayoutChangeUnderLeases(int fd, LiveLeases *live)
 					 "reach.",
 					 timestamptz_to_str(UnixMsToTimestampTz(
 						 live->until_ms - snowflake::kMaxDriftLimitMs)))));
-	pg_unreachable();
 }
 
 /*

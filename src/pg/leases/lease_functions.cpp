@@ -1,12 +1,8 @@
 /*
  * lease_functions.cpp
  *	  snowflake_lease_worker(), snowflake_renew_lease() and
- *	  snowflake_release_lease(): the lease API, on the lease table.
- *
- * They run with their caller's rights and resolve no name: the state is
- * the lease table in shared memory, so no object another role creates,
- * renames or drops takes part.  Each has the shape README.md describes,
- * so that no error is raised with the table's lock held (lease_table.hpp).
+ *	  snowflake_release_lease(), each of the shape README.md describes, so
+ *	  that no error is raised with the table's lock held (lease_table.hpp).
  */
 extern "C"
 {
@@ -250,23 +246,24 @@ struct GrantRequest
 static const char *
 HolderArgument(FunctionCallInfo fcinfo)
 {
-	if (PG_ARGISNULL(0) || VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0)) == 0)
+	const text *holder = PG_ARGISNULL(0) ? nullptr : PG_GETARG_TEXT_PP(0);
+	const size_t length = holder != nullptr ? VARSIZE_ANY_EXHDR(holder) : 0;
+
+	if (length == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("snowflake_lease_worker() needs a holder"),
 				 errhint("Describe the instance that leases, such as its host, process id "
 						 "and name.")));
-	if (VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0)) > kMaxHolderBytes)
+	if (length > kMaxHolderBytes)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("a snowflake lease's holder must be at most %d bytes long, not %zu",
-						kMaxHolderBytes, VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0))),
+						kMaxHolderBytes, length),
 				 errhint("Describe the instance that leases briefly, such as its host, "
 						 "process id and name.")));
 
-	const text *holder = PG_GETARG_TEXT_PP(0);
 	const char *bytes = VARDATA_ANY(holder);
-	const size_t length = VARSIZE_ANY_EXHDR(holder);
 	const size_t bad = snowflake::FirstNonPrintableAscii(bytes, length);
 	const unsigned int byte = bad < length ? static_cast<unsigned char>(bytes[bad]) : 0;
 
@@ -771,7 +768,7 @@ snowflake_renew_lease(PG_FUNCTION_ARGS)
 				 errhint("Lease a worker id again.")));
 	ReportRefusedChange(out, request);
 	/* Not waited for: a start after a crash settles renewals (lease_table.hpp). */
-	PublishLeaseChange(out.lsn);
+	XLogSetAsyncXactLSN(out.lsn);
 	PG_RETURN_DATUM(RenewResult(fcinfo, out.image));
 }
 
@@ -791,6 +788,6 @@ snowflake_release_lease(PG_FUNCTION_ARGS)
 	if (out.image.flags & kLeaseRevoked)
 		MakeLeaseChangeDurable(request.table, out.change, out.lsn);
 	else
-		PublishLeaseChange(out.lsn);
+		XLogSetAsyncXactLSN(out.lsn);
 	PG_RETURN_BOOL(true);
 }

@@ -1,14 +1,11 @@
 /*
  * lease_list.cpp
  *	  snowflake_lease_list(): the rows of the view snowflake_leases, one per
- *	  worker id of the lease space ever leased.
+ *	  worker id of the lease space ever leased (README.md).
  *
- * A role sees what pg_stat_activity would show it: every lease with the
- * privileges of pg_read_all_stats, else the leases of roles whose
- * privileges it has.  Every database reads the same leases, so the text is
- * printable ASCII; a lease state file may hold any bytes (grants refuse
- * them, older builds did not): each other byte shows as '?', on every
- * version, as PostgreSQL 15 shows a non-ASCII application_name.
+ * A lease state file may hold any bytes in its text (grants refuse them,
+ * older builds did not): each byte outside printable ASCII shows as '?', on
+ * every version, as PostgreSQL 15 shows a non-ASCII application_name.
  */
 extern "C"
 {

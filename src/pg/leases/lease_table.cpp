@@ -72,12 +72,6 @@ StateOfLease(const LeaseEntry &entry, int64 now_ms)
 }
 
 bool
-LeaseIsHeld(const LeaseEntry &entry, int64 now_ms)
-{
-	return StateOfLease(entry, now_ms) == LeaseState::kHeld;
-}
-
-bool
 HeldByThisBackend(const LeaseEntry &entry)
 {
 	return entry.connected && entry.image.backend_pid == MyProcPid &&
@@ -102,7 +96,7 @@ LeaseHistoryOf(const LeaseEntry &entry, int64 now_ms)
 	history.ever_leased = EverLeased(image);
 	if (!history.ever_leased)
 		return history;
-	history.held = LeaseIsHeld(entry, now_ms);
+	history.held = StateOfLease(entry, now_ms) == LeaseState::kHeld;
 	history.released = (image.flags & kLeaseReleased) != 0;
 	history.not_before_ms = image.not_before_ms;
 	history.not_after_ms = image.not_after_ms;
@@ -222,12 +216,7 @@ LeaseFile(void)
 static bool
 WriteImage(const LeaseImage &image)
 {
-	alignas(8) char block[kLeaseBlockSize];
-
-	memset(block, 0, sizeof(block));
-	memcpy(block, &image, sizeof(image));
-	return pwrite(LeaseFile(), block, kLeaseBlockSize,
-				  static_cast<off_t>(image.worker_id) * kLeaseBlockSize) == kLeaseBlockSize;
+	return WriteLeaseBlock(LeaseFile(), image.worker_id, &image, sizeof(image));
 }
 
 static XLogRecPtr
@@ -238,11 +227,11 @@ LogImage(const LeaseImage &image)
 	return XLogInsert(kSnowflakeRmgrId, kXlogLease);
 }
 
-/* ERROR for a write into the file that failed. */
+/* ERROR (or "elevel") for a write into the file that failed. */
 static void
-ReportWriteFailure(void)
+ReportWriteFailure(int elevel = ERROR)
 {
-	ereport(ERROR,
+	ereport(elevel,
 			(errcode_for_file_access(),
 			 errmsg("could not write file \"%s\": %m", kLeaseStateFileName)));
 }
@@ -384,12 +373,6 @@ MakeLeaseChangeDurable(LeaseTable *table, uint64 change, XLogRecPtr lsn)
 		XLogSetAsyncXactLSN(lsn);
 }
 
-void
-PublishLeaseChange(XLogRecPtr lsn)
-{
-	XLogSetAsyncXactLSN(lsn);
-}
-
 /*
  * before_shmem_exit: the backend's connection-scoped leases end.  Nothing
  * durable changes: no connection of an earlier run is taken for alive.
@@ -482,9 +465,7 @@ ReplayLeaseRecord(XLogReaderState *record)
 	if ((header_changed && !WriteLeaseHeader(LeaseFile(), table, false)) ||
 		(apply && !WriteImage(image)) ||
 		((header_changed || apply) && pg_fdatasync(LeaseFile()) != 0))
-		ereport(data_sync_elevel(ERROR),
-				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", kLeaseStateFileName)));
+		ReportWriteFailure(data_sync_elevel(ERROR));
 	if (apply)
 	{
 		entry->image = image;

@@ -3,24 +3,18 @@
  *	  The worker-id leases of this server: one entry per worker id of the
  *	  lease space, in shared memory, kept the way the reservation is kept.
  *
- * Every change of an entry (a grant, a renewal, a release) is a complete
- * new image of it, numbered by a server-wide change counter, written into
- * the entry's 512-byte block of $PGDATA/snowflake.lease_state, WAL-logged
- * (standbys replay it and write their own file) and published.  Replay
- * applies an image only if its change number is newer than the entry's:
- * the file and the WAL may each be ahead of the other.  None of it is
- * transactional.
+ * Every change of an entry is a complete image, numbered, written into its
+ * block of $PGDATA/snowflake.lease_state and WAL-logged (README.md).
+ * Replay applies an image only if its change number is newer than the
+ * entry's: the file and the WAL may each be ahead of the other.
  *
- * A grant (its token and window) and a revocation must survive a crash or
- * a failover before the caller sees them: they are fsynced, and with
- * synchronous standbys flushed and confirmed.  A renewal or a release by
- * its holder is written with pwrite() and WAL-logged only.  A crash of
- * PostgreSQL alone (a killed backend, a crash restart, kill -9 of the
- * postmaster) cannot lose it: the page cache outlives the processes, and
- * every image is written before it is logged.  A crash of the machine, a
- * promotion (records not received) or a copy of the data directory (a
- * backup, a snapshot, pg_basebackup) can.  For those, the first change of
- * the run "settles" the table: every lease not released is taken to have
+ * A renewal or a release by its holder is written and logged, not waited
+ * for.  A crash of PostgreSQL alone (a killed backend, a crash restart,
+ * kill -9 of the postmaster) cannot lose it: the page cache outlives the
+ * processes, and every image is written before it is logged.  A crash of
+ * the machine, a promotion (records not received) or a copy of the data
+ * directory (a backup, a snapshot, pg_basebackup) can.  For those, the
+ * first change of the run "settles" the table: every lease not released is taken to have
  * been renewed then (not_after = now + its window), which covers what a
  * lost renewal promised; a lost release only keeps a worker id taken a
  * little longer.  The header (block 0; worker id 0 is always a session's)
@@ -171,8 +165,7 @@ constexpr uint32 kLeaseHeaderMagic = 0x534c4833; /* "SLH3" */
  * tokens stay below 2^53 (exact in a JavaScript number) until the year
  * 2248, and an int64 holds about 2^62 grants above it.
  */
-constexpr int kTokensPerMsShift = 10;
-constexpr int64 kTokensPerMs = int64{1} << kTokensPerMsShift;
+constexpr int64 kTokensPerMs = int64{1} << 10;
 
 struct LeaseEntry
 {
@@ -221,9 +214,6 @@ enum class LeaseState
 
 LeaseState	StateOfLease(const LeaseEntry &entry, int64 now_ms);
 
-/* Whether the entry's lease is held now (StateOfLease() is kHeld). */
-bool		LeaseIsHeld(const LeaseEntry &entry, int64 now_ms);
-
 /* The entry as the core's rules read it. */
 snowflake::LeaseHistory LeaseHistoryOf(const LeaseEntry &entry, int64 now_ms);
 
@@ -260,9 +250,6 @@ uint64		CommitLeaseImage(LeaseTable *table, uint32 index, LeaseImage *image,
  * fsynced, WAL confirmed by synchronous standbys if any.  Without the lock.
  */
 void		MakeLeaseChangeDurable(LeaseTable *table, uint64 change, XLogRecPtr lsn);
-
-/* A renewal or a holder's release: the WAL writer ships "lsn" soon, unwaited. */
-void		PublishLeaseChange(XLogRecPtr lsn);
 
 /* Registers, once per backend, the exit callback that ends its connection leases. */
 void		WatchConnectionLeases(void);

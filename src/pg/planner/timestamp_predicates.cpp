@@ -28,11 +28,6 @@ extern "C"
 {
 PG_FUNCTION_INFO_V1(snowflake_timestamp_lower_id);
 PG_FUNCTION_INFO_V1(snowflake_timestamp_upper_id);
-PG_FUNCTION_INFO_V1(snowflake_timestamp_lt);
-PG_FUNCTION_INFO_V1(snowflake_timestamp_le);
-PG_FUNCTION_INFO_V1(snowflake_timestamp_eq);
-PG_FUNCTION_INFO_V1(snowflake_timestamp_ge);
-PG_FUNCTION_INFO_V1(snowflake_timestamp_gt);
 PG_FUNCTION_INFO_V1(snowflake_timestamp_support);
 }
 
@@ -105,46 +100,24 @@ snowflake_timestamp_upper_id(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(id < 0 ? -1 : id);
 }
 
-/*
- * The rechecks: snowflake_timestamp(id) <op> ts, exactly, errors included.
- */
-static int
-CompareIdTimestamp(FunctionCallInfo fcinfo)
-{
-	TimestampTz of_id = IdTimestamp(fcinfo->flinfo->fn_oid, PG_GETARG_INT64(0));
+/* The rechecks: snowflake_timestamp(id) <op> ts, exactly, errors included. */
+#define SNOWFLAKE_RECHECK(name, op) \
+	extern "C" \
+	{ \
+	PG_FUNCTION_INFO_V1(name); \
+	} \
+	extern "C" Datum name(PG_FUNCTION_ARGS) \
+	{ \
+		TimestampTz of_id = IdTimestamp(fcinfo->flinfo->fn_oid, PG_GETARG_INT64(0)); \
+\
+		PG_RETURN_BOOL(timestamp_cmp_internal(of_id, PG_GETARG_TIMESTAMPTZ(1)) op 0); \
+	}
 
-	return timestamp_cmp_internal(of_id, PG_GETARG_TIMESTAMPTZ(1));
-}
-
-extern "C" Datum
-snowflake_timestamp_lt(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_BOOL(CompareIdTimestamp(fcinfo) < 0);
-}
-
-extern "C" Datum
-snowflake_timestamp_le(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_BOOL(CompareIdTimestamp(fcinfo) <= 0);
-}
-
-extern "C" Datum
-snowflake_timestamp_eq(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_BOOL(CompareIdTimestamp(fcinfo) == 0);
-}
-
-extern "C" Datum
-snowflake_timestamp_ge(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_BOOL(CompareIdTimestamp(fcinfo) >= 0);
-}
-
-extern "C" Datum
-snowflake_timestamp_gt(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_BOOL(CompareIdTimestamp(fcinfo) > 0);
-}
+SNOWFLAKE_RECHECK(snowflake_timestamp_lt, <)
+SNOWFLAKE_RECHECK(snowflake_timestamp_le, <=)
+SNOWFLAKE_RECHECK(snowflake_timestamp_eq, ==)
+SNOWFLAKE_RECHECK(snowflake_timestamp_ge, >=)
+SNOWFLAKE_RECHECK(snowflake_timestamp_gt, >)
 
 /*
  * Support of the rechecks.  A recheck stands beside the ID range the

@@ -13,12 +13,9 @@
  *	  id >= snowflake_timestamp_lower_id(x, true)
  *	  AND snowflake_timestamp_ge(id, x)
  *
- * The range is plain bigint comparisons on id, which B-tree and BRIN
- * indexes, partition pruning and id's statistics all understand.  The
- * recheck is the comparison itself, whose selectivity is 1 because the
- * range already carries the estimate.  Only WHERE and JOIN ... ON are
- * rewritten, in every query level; the expression compared with must not be
- * volatile, since it is now evaluated more than once.
+ * Only WHERE and JOIN ... ON are rewritten, in every query level; the
+ * expression compared with must not be volatile: it is now evaluated more
+ * than once.
  */
 extern "C"
 {
@@ -111,21 +108,16 @@ Commuted(int strategy)
 	}
 }
 
+/* id <op> function(ts, inclusive): one bound of the range. */
 Expr *
-BoundCall(Oid function, Node *ts, bool inclusive)
+IdBound(Oid op, Oid function, Node *id, Node *ts, bool inclusive, int location)
 {
-	Node	   *inclusive_arg = makeBoolConst(inclusive, false);
-
-	return reinterpret_cast<Expr *>(
-		makeFuncExpr(function, INT8OID, list_make2(CopyNode(ts), inclusive_arg), InvalidOid,
+	Node *bound = reinterpret_cast<Node *>(
+		makeFuncExpr(function, INT8OID,
+					 list_make2(CopyNode(ts), makeBoolConst(inclusive, false)), InvalidOid,
 					 InvalidOid, COERCE_EXPLICIT_CALL));
-}
-
-Expr *
-IdComparison(Oid op, Node *id, Expr *bound, int location)
-{
-	Expr	   *clause = make_opclause(op, BOOLOID, false, reinterpret_cast<Expr *>(CopyNode(id)),
-								 bound, InvalidOid, InvalidOid);
+	Expr *clause = make_opclause(op, BOOLOID, false, reinterpret_cast<Expr *>(CopyNode(id)),
+								 reinterpret_cast<Expr *>(bound), InvalidOid, InvalidOid);
 
 	castNode(OpExpr, clause)->location = location;
 	return clause;
@@ -175,20 +167,14 @@ RewriteComparison(const ExtensionFunctions &fns, OpExpr *op)
 
 	List	   *clauses = NIL;
 
-	if (strategy == BTGreaterStrategyNumber || strategy == BTGreaterEqualStrategyNumber ||
-		strategy == BTEqualStrategyNumber)
+	if (strategy != BTLessStrategyNumber && strategy != BTLessEqualStrategyNumber)
 		clauses = lappend(clauses,
-						  IdComparison(fns.int8_ge, id,
-									   BoundCall(fns.lower_id, ts,
-												 strategy != BTGreaterStrategyNumber),
-									   op->location));
-	if (strategy == BTLessStrategyNumber || strategy == BTLessEqualStrategyNumber ||
-		strategy == BTEqualStrategyNumber)
+						  IdBound(fns.int8_ge, fns.lower_id, id, ts,
+								  strategy != BTGreaterStrategyNumber, op->location));
+	if (strategy != BTGreaterStrategyNumber && strategy != BTGreaterEqualStrategyNumber)
 		clauses = lappend(clauses,
-						  IdComparison(fns.int8_le, id,
-									   BoundCall(fns.upper_id, ts,
-												 strategy != BTLessStrategyNumber),
-									   op->location));
+						  IdBound(fns.int8_le, fns.upper_id, id, ts,
+								  strategy != BTLessStrategyNumber, op->location));
 	clauses = lappend(clauses,
 					  makeFuncExpr(fns.recheck[strategy], BOOLOID,
 								   list_make2(CopyNode(id), CopyNode(ts)), InvalidOid,

@@ -1,19 +1,15 @@
 /*
  * snowflake_io.cpp
  *	  The snowflake type's input, output, send and receive functions, and
- *	  its cast from integer: bigint's own, called with the caller's
- *	  FunctionCallInfo.
+ *	  its cast from integer (README.md).
  *
- * A snowflake is a bigint in storage, in text and on the wire; only its
- * type OID differs, so that JSON functions write it as a string.  Output,
- * send, receive and the cast call bigint's own functions with the
- * caller's FunctionCallInfo.  They are C functions of this library rather
- * than LANGUAGE internal aliases of int8out and the like: PostgreSQL's
+ * Output, send, receive and the cast are C functions of this library that
+ * call bigint's own with the caller's FunctionCallInfo, rather than
+ * LANGUAGE internal aliases of int8out and the like: PostgreSQL's
  * opr_sanity test (run on the extension by test/opr-sanity.sh) flags a
- * built-in function declared twice with other types.  The input parses
- * itself (core/decimal_text.hpp), so that its errors name the type and it
- * reads the same text on every version; on PostgreSQL 16 and later its
- * errors are soft, so pg_input_is_valid('x', 'snowflake') answers false.
+ * built-in function declared twice with other types.  On PostgreSQL 16 and
+ * later the input's errors are soft, so pg_input_is_valid('x',
+ * 'snowflake') answers false.
  */
 extern "C"
 {
@@ -28,10 +24,6 @@ extern "C"
 extern "C"
 {
 PG_FUNCTION_INFO_V1(snowflake_in);
-PG_FUNCTION_INFO_V1(snowflake_out);
-PG_FUNCTION_INFO_V1(snowflake_recv);
-PG_FUNCTION_INFO_V1(snowflake_send);
-PG_FUNCTION_INFO_V1(snowflake_from_integer);
 
 Datum
 snowflake_in(PG_FUNCTION_ARGS)
@@ -66,27 +58,16 @@ snowflake_in(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(parsed.value);
 }
 
-Datum
-snowflake_out(PG_FUNCTION_ARGS)
-{
-	return int8out(fcinfo);
-}
+/* A function of the type that is bigint's "int8_function". */
+#define SNOWFLAKE_AS_BIGINT(name, int8_function) \
+	PG_FUNCTION_INFO_V1(name); \
+	Datum name(PG_FUNCTION_ARGS) \
+	{ \
+		return int8_function(fcinfo); \
+	}
 
-Datum
-snowflake_recv(PG_FUNCTION_ARGS)
-{
-	return int8recv(fcinfo);
-}
-
-Datum
-snowflake_send(PG_FUNCTION_ARGS)
-{
-	return int8send(fcinfo);
-}
-
-Datum
-snowflake_from_integer(PG_FUNCTION_ARGS)
-{
-	return int48(fcinfo);
-}
+SNOWFLAKE_AS_BIGINT(snowflake_out, int8out)
+SNOWFLAKE_AS_BIGINT(snowflake_recv, int8recv)
+SNOWFLAKE_AS_BIGINT(snowflake_send, int8send)
+SNOWFLAKE_AS_BIGINT(snowflake_from_integer, int48)
 }

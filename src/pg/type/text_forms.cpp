@@ -1,9 +1,7 @@
 /*
  * text_forms.cpp
- *	  snowflake_to_text() and snowflake_from_text(): an ID in a compact text
- *	  form (base32hex, crockford, base62, decimal) and back.  The forms, and
- *	  how strictly they are read, are the core's (core/text_forms.hpp); this
- *	  file reads the arguments and reports what the core found.
+ *	  snowflake_to_text() and snowflake_from_text(): the arguments, and the
+ *	  errors for what the core (core/text_forms.hpp) found (README.md).
  */
 extern "C"
 {
