@@ -4,8 +4,8 @@ SET TimeZone = 'UTC';
 -- A millisecond's IDs: its timestamp shifted up, then all lower bits set.
 SELECT snowflake_min_id('2025-01-01 00:00:00+00') AS epoch_min,
        snowflake_max_id('2025-01-01 00:00:00+00') AS epoch_max,
-       (1 << 22) - 1 AS expected_max;
-SELECT snowflake_min_id('2025-01-01 00:00:01+00') = 1000::bigint << 22 AS one_second;
+       (1 << 22) - 1 AS expected_max,
+       snowflake_min_id('2025-01-01 00:00:01+00') = 1000::bigint << 22 AS one_second;
 -- Every microsecond of a millisecond gives the same bounds.
 SELECT snowflake_min_id('2026-11-01 00:00:00.123+00') = snowflake_min_id('2026-11-01 00:00:00.123999+00') AS same_ms_min,
        snowflake_max_id('2026-11-01 00:00:00.123+00') = snowflake_max_id('2026-11-01 00:00:00.123999+00') AS same_ms_max,
