@@ -280,9 +280,9 @@ SELECT snowflake_timestamp_lower_id('-infinity', true) AS lower_ninf,
 -- snowflake_id_interval(): a span of time in IDs under the running layout.
 SELECT snowflake_id_interval('1 day') = 86400000::bigint << 22 AS one_day,
        snowflake_id_interval('1 ms') = 1::bigint << 22 AS one_ms,
-       snowflake_id_interval('1 hour') * 24 = snowflake_id_interval('1 day') AS hours;
-SELECT snowflake_min_id('2026-04-02') - snowflake_min_id('2026-04-01')
-       = snowflake_id_interval('1 day') AS partition_width;
+       snowflake_id_interval('1 hour') * 24 = snowflake_id_interval('1 day') AS hours,
+       snowflake_min_id('2026-04-02') - snowflake_min_id('2026-04-01')
+           = snowflake_id_interval('1 day') AS partition_width;
 SELECT snowflake_id_interval('1 month');
 SELECT snowflake_id_interval('0');
 SELECT snowflake_id_interval('-1 day');
