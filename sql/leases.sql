@@ -5,14 +5,14 @@ CREATE EXTENSION IF NOT EXISTS snowflake;
 RESET client_min_messages;
 \set SHOW_CONTEXT never
 
-SELECT slots_total FROM snowflake_status();
+SELECT slots_total, (SELECT count(*) FROM snowflake_leases WHERE state = 'held') AS held_before
+  FROM snowflake_status();
 SELECT name, setting, unit, context
   FROM pg_settings
  WHERE name LIKE 'snowflake.lease%'
  ORDER BY name;
 
 SELECT coalesce(max(token), 0) AS tokens_before FROM snowflake_leases \gset
-SELECT count(*) AS held_before FROM snowflake_leases WHERE state = 'held';
 
 -- A time-scoped lease: its worker id, token, window, renewal interval and layout.
 SELECT worker_id BETWEEN 124 AND 127 AS in_lease_space, node_id,
