@@ -11,12 +11,12 @@ SELECT snowflake_min_id('2026-11-01 00:00:00.123+00') = snowflake_min_id('2026-1
        snowflake_max_id('2026-11-01 00:00:00.123+00') = snowflake_max_id('2026-11-01 00:00:00.123999+00') AS same_ms_max,
        snowflake_max_id('2026-11-01 00:00:00.123+00') + 1 = snowflake_min_id('2026-11-01 00:00:00.124+00') AS adjacent,
        snowflake_max_id('2026-11-01 00:00:00.999+00') + 1 = snowflake_min_id('2026-11-01 00:00:01+00') AS adjacent_seconds;
--- Bounds decode back to their millisecond.
+-- Bounds decode back to their millisecond.  Before the epoch there are no IDs: min clamps to
+-- 0, max to -1.
 SELECT snowflake_timestamp(snowflake_min_id('2026-11-01 12:34:56.789+00')) AS min_ts,
        snowflake_timestamp(snowflake_max_id('2026-11-01 12:34:56.789+00')) AS max_ts,
-       (snowflake_decode(snowflake_max_id('2026-11-01 12:34:56.789+00'))).*;
--- Before the epoch there are no IDs: min clamps to 0, max to -1.
-SELECT snowflake_min_id('2024-12-31 23:59:59.999+00') AS before_min,
+       (snowflake_decode(snowflake_max_id('2026-11-01 12:34:56.789+00'))).*,
+       snowflake_min_id('2024-12-31 23:59:59.999+00') AS before_min,
        snowflake_max_id('2024-12-31 23:59:59.999+00') AS before_max,
        snowflake_min_id('-infinity') AS ninf_min,
        snowflake_max_id('-infinity') AS ninf_max;
