@@ -8,10 +8,9 @@ INSERT INTO orders (n, item) SELECT g, 'item ' || g FROM generate_series(1, 2000
 INSERT INTO orders (n, item) VALUES (20001, 'tea') RETURNING id > 0 AS positive;
 
 -- Unique, and strictly increasing in the order the session issued them.
-SELECT count(*) AS ids, count(DISTINCT id) AS distinct_ids FROM orders;
-SELECT count(*) AS out_of_order
-  FROM (SELECT id, lag(id) OVER (ORDER BY n) AS previous FROM orders) AS s
- WHERE id <= previous;
+SELECT count(*) AS ids, count(DISTINCT id) AS distinct_ids,
+       count(*) FILTER (WHERE id <= previous) AS out_of_order
+  FROM (SELECT id, lag(id) OVER (ORDER BY n) AS previous FROM orders) AS s;
 
 -- One node, one worker for the whole session, timestamps of today.
 SELECT count(DISTINCT d.worker_id) AS workers,

@@ -5,21 +5,18 @@ CREATE TEMP TABLE batch AS
 SELECT 0 AS n, snowflake_nextval() AS id;
 INSERT INTO batch SELECT g.n, g.id FROM snowflake_nextval(5) WITH ORDINALITY AS g(id, n);
 INSERT INTO batch SELECT 6, snowflake_nextval();
-SELECT count(*) AS ids, count(DISTINCT id) AS distinct_ids FROM batch;
-SELECT count(*) AS out_of_order
-  FROM (SELECT id, lag(id) OVER (ORDER BY n) AS prev FROM batch) AS b
- WHERE id <= prev;
+SELECT count(*) AS ids, count(DISTINCT id) AS distinct_ids,
+       count(*) FILTER (WHERE id <= prev) AS out_of_order
+  FROM (SELECT id, lag(id) OVER (ORDER BY n) AS prev FROM batch) AS b;
 
--- A batch above 4096 IDs borrows later milliseconds, under the same drift bound.
+-- A batch above 4096 IDs borrows later milliseconds, under the same drift bound, in order.
 SELECT count(*) AS ids, count(DISTINCT id) AS distinct_ids,
        count(DISTINCT snowflake_timestamp(id)) > 1 AS several_ms,
        max(snowflake_timestamp(id)) - clock_timestamp()
-           <= (SELECT max_drift_ms FROM snowflake_status()) * interval '1 ms' AS within_drift
-  FROM snowflake_nextval(100000) AS id;
-SELECT count(*) AS out_of_order
+           <= (SELECT max_drift_ms FROM snowflake_status()) * interval '1 ms' AS within_drift,
+       count(*) FILTER (WHERE id <= prev) AS out_of_order
   FROM (SELECT id, lag(id) OVER (ORDER BY n) AS prev
-          FROM snowflake_nextval(20000) WITH ORDINALITY AS g(id, n)) AS b
- WHERE id <= prev;
+          FROM snowflake_nextval(100000) WITH ORDINALITY AS g(id, n)) AS b;
 
 -- In the select list too.
 SELECT count(*) AS ids FROM (SELECT snowflake_nextval(3)) AS s;

@@ -1,6 +1,4 @@
---
 -- Error messages and their SQLSTATEs.
---
 \set SHOW_CONTEXT never
 
 \i test/fixtures/refusal.sql

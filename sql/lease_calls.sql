@@ -239,14 +239,13 @@ DROP TYPE lease_pair;
 
 -- The holder is printable ASCII, valid in every database's encoding; nothing else changes.
 SELECT max(token) AS max_token FROM snowflake_leases \gset
-SELECT * FROM snowflake_lease_worker(E'host\tname', interval '1 minute');
-\echo :LAST_ERROR_SQLSTATE
-\set VERBOSITY terse
-SELECT * FROM snowflake_lease_worker(E'host\x7f', interval '1 minute');
-\echo :LAST_ERROR_SQLSTATE
-SELECT * FROM snowflake_lease_worker('hôte', interval '1 minute');
-\echo :LAST_ERROR_SQLSTATE
-\set VERBOSITY default
+\i test/fixtures/refusal.sql
+\pset format unaligned
+SELECT * FROM pg_temp.refusals(ARRAY[
+    $$SELECT * FROM snowflake_lease_worker(E'host\tname', interval '1 minute')$$,
+    $$SELECT * FROM snowflake_lease_worker(E'host\x7f', interval '1 minute')$$,
+    $$SELECT * FROM snowflake_lease_worker('hôte', interval '1 minute')$$]);
+\pset format aligned
 SELECT max(token) = :max_token AS nothing_granted FROM snowflake_leases;
 -- Space and tilde are the ends of printable ASCII.
 SELECT token AS edge_token FROM snowflake_lease_worker(' a-Z~', interval '1 minute') \gset

@@ -5,14 +5,14 @@ CREATE EXTENSION IF NOT EXISTS snowflake;
 RESET client_min_messages;
 \set SHOW_CONTEXT never
 
-SELECT slots_total FROM snowflake_status();
+SELECT slots_total, (SELECT count(*) FROM snowflake_leases WHERE state = 'held') AS held_before
+  FROM snowflake_status();
 SELECT name, setting, unit, context
   FROM pg_settings
  WHERE name LIKE 'snowflake.lease%'
  ORDER BY name;
 
 SELECT coalesce(max(token), 0) AS tokens_before FROM snowflake_leases \gset
-SELECT count(*) AS held_before FROM snowflake_leases WHERE state = 'held';
 
 -- A time-scoped lease: its worker id, token, window, renewal interval and layout.
 SELECT worker_id BETWEEN 124 AND 127 AS in_lease_space, node_id,
@@ -96,26 +96,15 @@ SELECT lease_renew_error(:first_token, (1000::bigint << 22) | (:first_worker_id:
                          :first_worker_id, false);
 DROP FUNCTION lease_renew_error(bigint, bigint, integer, boolean);
 -- Each time in a DETAIL is its own (timestamptz_to_str() reuses one buffer).
-CREATE FUNCTION error_detail(statement text) RETURNS text
-LANGUAGE plpgsql AS $$
-DECLARE
-    detail text;
-BEGIN
-    EXECUTE statement;
-    RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-    RETURN detail;
-END
-$$;
+\i test/fixtures/refusal.sql
 SET timezone = 'UTC';
 SELECT detail LIKE 'Its timestamp is 2025-01-01 00:00:01+00; the lease''s IDs lie after % and before %.'
            AS names_the_id,
        w[1]::timestamptz > timestamptz '2025-01-01 00:00:01+00' AS window_starts_later,
        w[1]::timestamptz < w[2]::timestamptz AS window_ends_later
-  FROM error_detail(format('SELECT snowflake_renew_lease(%s, %s)', :first_token,
-                                   (1000::bigint << 22) | (:first_worker_id::bigint << 12)))
-           AS detail,
+  FROM pg_temp.refusal(format('SELECT snowflake_renew_lease(%s, %s)', :first_token,
+                                      (1000::bigint << 22) | (:first_worker_id::bigint << 12)))
+           AS r,
        regexp_match(detail, 'after (.*) and before (.*)\.$') AS w;
 RESET timezone;
 SELECT * FROM snowflake_renew_lease(:first_token, -1);
@@ -179,19 +168,18 @@ SELECT * FROM snowflake_lease_worker('app-8', interval '1 minute', clock_timesta
 SELECT * FROM snowflake_renew_lease(:app7_token, NULL, clock_timestamp() - interval '5 s');
 \echo :LAST_ERROR_SQLSTATE
 \set VERBOSITY default
+\i test/fixtures/refusal.sql
 SET timezone = 'UTC';
 SELECT detail LIKE 'The client reported 2000-01-01 00:00:00+00, before the database''s clock, 20__-%'
            AS shows_the_client_time,
        detail NOT LIKE '%clock, 2000-01-01 00:00:00+00.' AS and_the_database_time
-  FROM error_detail($$SELECT snowflake_lease_worker('app-8', interval '1 minute',
-                                                           timestamptz '2000-01-01 00:00:00+00')$$)
-           AS detail;
+  FROM pg_temp.refusal($$SELECT snowflake_lease_worker('app-8', interval '1 minute',
+                                                              timestamptz '2000-01-01 00:00:00+00')$$)
+           AS r;
 RESET timezone;
-DROP FUNCTION error_detail(text);
 SELECT count(*) AS leases_after_refusals FROM snowflake_leases;
 
 -- Arguments, one row each.  A month has no fixed length; days are 24 hours.
-\i test/fixtures/refusal.sql
 \pset format unaligned
 SELECT * FROM pg_temp.refusals(ARRAY[
     $$SELECT * FROM snowflake_lease_worker('app-9', interval '0.5 s')$$,

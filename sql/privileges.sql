@@ -109,10 +109,9 @@ REVOKE SELECT ON snowflake_leases FROM regress_snowflake_user;
 
 -- Monitoring roles see all of the registry, and every lease.
 SET ROLE regress_snowflake_monitor;
-SELECT count(host) >= 0 AND count(data_directory) >= 0
-       AND count(system_identifier) >= 0 AS monitor_reads_all
-  FROM snowflake_nodes;
-SELECT count(*) = (SELECT count(*) FROM snowflake_lease_list() WHERE true) AS monitor_reads_leases,
+SELECT (SELECT count(host) >= 0 AND count(data_directory) >= 0
+                 AND count(system_identifier) >= 0 FROM snowflake_nodes) AS monitor_reads_all,
+       count(*) = (SELECT count(*) FROM snowflake_lease_list() WHERE true) AS monitor_reads_leases,
        count(*) FILTER (WHERE token IN (:admins_token, :users_token)) AS others_leases
   FROM snowflake_leases;
 RESET ROLE;

@@ -1,12 +1,10 @@
 -- snowflake_status(): the layout, slot use, counters, and the drift bound under overflow.
 SET timezone = 'UTC';
 
+-- The layout; the reservation covers the IDs issued, WAL-logged a handful of times, not per ID.
 SELECT epoch, timestamp_bits, node_bits, worker_bits, sequence_bits, node_id,
-       max_drift_ms, slots_total
-  FROM snowflake_status();
-
--- The durable reservation covers the IDs issued, WAL-logged a handful of times, not per ID.
-SELECT reserved_until >= (SELECT max(w.last_timestamp) FROM snowflake_workers AS w)
+       max_drift_ms, slots_total,
+       reserved_until >= (SELECT max(w.last_timestamp) FROM snowflake_workers AS w)
            IS NOT FALSE AS covers_issued,
        reservations BETWEEN 1 AND 100 AS few_records,
        ids_issued > 20000 AS many_ids
@@ -99,15 +97,13 @@ SELECT n.node_id,
  WHERE n.instance_id = s.instance_id;
 
 -- The layout's horizon (2^41 ms after the epoch) and the seconds left; the reservation runs at
--- most reserve_ahead past the newest ID, itself at most max_drift ahead.
+-- most reserve_ahead past the newest ID, itself at most max_drift ahead.  No forward step of
+-- the clock was seen or is pending; a node alone compares no other's clock.
 SELECT horizon,
        horizon = epoch + 2199023255552 * interval '1 ms' AS two_to_the_41_ms,
        abs(horizon_seconds - extract(epoch FROM horizon - clock_timestamp())) <= 1
            AS seconds_left,
-       reserved_ahead_ms BETWEEN 0 AND 2000 AS reserved_ahead
-  FROM snowflake_status();
-
--- No forward step of the clock was seen or is pending; a node alone compares no other's clock.
-SELECT clock_steps_forward, largest_step_forward_ms, clock_step_pending_ms,
+       reserved_ahead_ms BETWEEN 0 AND 2000 AS reserved_ahead,
+       clock_steps_forward, largest_step_forward_ms, clock_step_pending_ms,
        clock_peers, clock_skewed_peers, clock_skew_ms
   FROM snowflake_status();

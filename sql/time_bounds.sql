@@ -4,19 +4,19 @@ SET TimeZone = 'UTC';
 -- A millisecond's IDs: its timestamp shifted up, then all lower bits set.
 SELECT snowflake_min_id('2025-01-01 00:00:00+00') AS epoch_min,
        snowflake_max_id('2025-01-01 00:00:00+00') AS epoch_max,
-       (1 << 22) - 1 AS expected_max;
-SELECT snowflake_min_id('2025-01-01 00:00:01+00') = 1000::bigint << 22 AS one_second;
+       (1 << 22) - 1 AS expected_max,
+       snowflake_min_id('2025-01-01 00:00:01+00') = 1000::bigint << 22 AS one_second;
 -- Every microsecond of a millisecond gives the same bounds.
 SELECT snowflake_min_id('2026-11-01 00:00:00.123+00') = snowflake_min_id('2026-11-01 00:00:00.123999+00') AS same_ms_min,
        snowflake_max_id('2026-11-01 00:00:00.123+00') = snowflake_max_id('2026-11-01 00:00:00.123999+00') AS same_ms_max,
        snowflake_max_id('2026-11-01 00:00:00.123+00') + 1 = snowflake_min_id('2026-11-01 00:00:00.124+00') AS adjacent,
        snowflake_max_id('2026-11-01 00:00:00.999+00') + 1 = snowflake_min_id('2026-11-01 00:00:01+00') AS adjacent_seconds;
--- Bounds decode back to their millisecond.
+-- Bounds decode back to their millisecond.  Before the epoch there are no IDs: min clamps to
+-- 0, max to -1.
 SELECT snowflake_timestamp(snowflake_min_id('2026-11-01 12:34:56.789+00')) AS min_ts,
        snowflake_timestamp(snowflake_max_id('2026-11-01 12:34:56.789+00')) AS max_ts,
-       (snowflake_decode(snowflake_max_id('2026-11-01 12:34:56.789+00'))).*;
--- Before the epoch there are no IDs: min clamps to 0, max to -1.
-SELECT snowflake_min_id('2024-12-31 23:59:59.999+00') AS before_min,
+       (snowflake_decode(snowflake_max_id('2026-11-01 12:34:56.789+00'))).*,
+       snowflake_min_id('2024-12-31 23:59:59.999+00') AS before_min,
        snowflake_max_id('2024-12-31 23:59:59.999+00') AS before_max,
        snowflake_min_id('-infinity') AS ninf_min,
        snowflake_max_id('-infinity') AS ninf_max;

@@ -16,8 +16,6 @@
  * it by more than the threshold, and by how much at least, and an
  * instance listed there knows that it is ahead by that much.  Both bounds
  * are certain: a replication delay can hide a skew, never make one up.
- *
- * Part of the pure C++ core: no PostgreSQL header.
  */
 #ifndef SNOWFLAKE_CORE_CLOCK_SKEW_HPP
 #define SNOWFLAKE_CORE_CLOCK_SKEW_HPP

@@ -29,8 +29,6 @@
  * reach (TrustUpTo).
  *
  * Nothing here reads a clock: the caller passes both clocks in.
- *
- * Part of the pure C++ core: no PostgreSQL header.
  */
 #ifndef SNOWFLAKE_CORE_CLOCK_STEPS_HPP
 #define SNOWFLAKE_CORE_CLOCK_STEPS_HPP

@@ -6,8 +6,6 @@
  *	  YYYY-MM-DD
  *	  YYYY-MM-DD HH:MM[:SS[.fff]]	 (a 'T' may replace the space)
  * optionally followed by "Z", "+00" or "+00:00".
- *
- * Part of the pure C++ core: no PostgreSQL header.
  */
 #ifndef SNOWFLAKE_CORE_EPOCH_HPP
 #define SNOWFLAKE_CORE_EPOCH_HPP

@@ -4,8 +4,6 @@
  *
  * A version is "MAJOR.MINOR", both decimal numbers, as snowflake.control's
  * default_version and pg_extension.extversion spell it.
- *
- * Part of the pure C++ core: no PostgreSQL header.
  */
 #ifndef SNOWFLAKE_CORE_EXTENSION_VERSION_HPP
 #define SNOWFLAKE_CORE_EXTENSION_VERSION_HPP

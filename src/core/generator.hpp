@@ -32,8 +32,6 @@
  *
  * Nothing here reads the clock: the caller passes "now" in, which keeps the
  * algorithm deterministic and testable.
- *
- * Part of the pure C++ core: no PostgreSQL header.
  */
 #ifndef SNOWFLAKE_CORE_GENERATOR_HPP
 #define SNOWFLAKE_CORE_GENERATOR_HPP
@@ -57,7 +55,6 @@ struct Mark
 	}
 };
 
-/* See layout.hpp: no core type has a destructor. */
 static_assert(std::is_trivially_destructible_v<Mark>,
 			  "src/pg keeps Mark on frames that ereport(ERROR) leaves by longjmp");
 

@@ -9,8 +9,6 @@
  * that, so a narrowed layout can run out within years or months.  The
  * reservation worker warns once a UTC day while less than
  * kHorizonWarningMs is left.
- *
- * Part of the pure C++ core: no PostgreSQL header.
  */
 #ifndef SNOWFLAKE_CORE_HORIZON_HPP
 #define SNOWFLAKE_CORE_HORIZON_HPP

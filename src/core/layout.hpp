@@ -9,9 +9,6 @@
  * "timestamp" counts milliseconds since the layout's epoch (a Unix time in
  * milliseconds).  The timestamp takes whatever the other three fields leave
  * of the 63 usable bits.
- *
- * This file is part of the pure C++ core: it includes no PostgreSQL header
- * and can be unit-tested without a server.
  */
 #ifndef SNOWFLAKE_CORE_LAYOUT_HPP
 #define SNOWFLAKE_CORE_LAYOUT_HPP

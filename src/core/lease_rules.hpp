@@ -45,7 +45,6 @@ struct LeaseHistory
 	int64_t		free_since_ms;	/* release time, else not_after */
 };
 
-/* See layout.hpp: no core type has a destructor. */
 static_assert(std::is_trivially_destructible_v<LeaseHistory>,
 			  "src/pg keeps LeaseHistory in palloc'd arrays and on frames that "
 			  "ereport(ERROR) leaves by longjmp");

@@ -9,8 +9,6 @@
  * bounds, so every ID issued before a start lies at most kMaxReachAheadMs
  * past that start's clock, unless the clock was stepped back since: then
  * the reservation the data directory recorded bounds them.
- *
- * Part of the pure C++ core: no PostgreSQL header.
  */
 #ifndef SNOWFLAKE_CORE_REACH_AHEAD_HPP
 #define SNOWFLAKE_CORE_REACH_AHEAD_HPP

@@ -7,9 +7,7 @@
  * separated by single spaces and ended by one newline, with no other byte
  * and no value beyond int64.  The extension keeps $PGDATA/snowflake.layout
  * and $PGDATA/snowflake.reservation in this form (src/pg/durable_file.hpp
- * reads and writes the files).
- *
- * Part of the pure C++ core: no PostgreSQL header, nothing allocated.
+ * reads and writes the files).  Nothing allocated.
  */
 #ifndef SNOWFLAKE_CORE_STATE_LINE_HPP
 #define SNOWFLAKE_CORE_STATE_LINE_HPP

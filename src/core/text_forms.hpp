@@ -21,9 +21,6 @@
  *	  only without them; base62 is case-sensitive;
  *	- decimal takes 1 to 19 digits, no sign and no space;
  *	- nothing above 2^63 - 1.
- *
- * This file is part of the pure C++ core: it includes no PostgreSQL header
- * and can be unit-tested without a server.
  */
 #ifndef SNOWFLAKE_CORE_TEXT_FORMS_HPP
 #define SNOWFLAKE_CORE_TEXT_FORMS_HPP

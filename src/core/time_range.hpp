@@ -13,8 +13,6 @@
  * than the next segment's start.  So the answers here are the smallest and
  * largest IDs that match, and the planner keeps the comparison itself as a
  * recheck: the range is never narrower than the exact set.
- *
- * Part of the pure C++ core: no PostgreSQL header.
  */
 #ifndef SNOWFLAKE_CORE_TIME_RANGE_HPP
 #define SNOWFLAKE_CORE_TIME_RANGE_HPP
@@ -32,7 +30,6 @@ struct LayoutSegment
 	Layout		layout;
 };
 
-/* See layout.hpp: no core type has a destructor. */
 static_assert(std::is_trivially_destructible_v<LayoutSegment>,
 			  "src/pg keeps LayoutSegment in its static layout history and hands it "
 			  "to frames that ereport(ERROR) leaves by longjmp");

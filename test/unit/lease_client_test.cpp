@@ -541,65 +541,72 @@ TEST(Holder, DefaultHolderNamesHostPidAndApplication)
 	EXPECT_EQ(holder.substr(holder.size() - 8), ":billing");
 }
 
-TEST(FailedCall, NotHeldLosesTheLeaseALostConnectionOnlyAConnectionScopedOne)
+TEST(FailedCall, NotHeldOrALostConnectionOfAConnectionScopedLeaseLosesIt)
 {
-	EXPECT_TRUE(FailureLosesLease("55000", false, true));
-	EXPECT_TRUE(FailureLosesLease("55000", true, true));
-	EXPECT_TRUE(FailureLosesLease("55000", false, false));
-	EXPECT_TRUE(FailureLosesLease("08006", true, false));
-	EXPECT_TRUE(FailureLosesLease("", true, false));
-	/* A termination during the wait for synchronous standbys. */
-	EXPECT_TRUE(FailureLosesLease("57P01", true, false));
-	EXPECT_FALSE(FailureLosesLease("08006", false, false));
-	EXPECT_FALSE(FailureLosesLease("57P01", false, false));
+	const struct
+	{
+		const char *sqlstate;
+		bool connection_scoped;
+		bool connected;
+		bool loses;
+	} cases[] = {
+		{"55000", false, true, true},
+		{"55000", true, true, true},
+		{"55000", false, false, true},
+		{"08006", true, false, true},
+		{"", true, false, true},
+		/* A termination during the wait for synchronous standbys. */
+		{"57P01", true, false, true},
+		{"08006", false, false, false},
+		{"57P01", false, false, false},
+		/* "canceling statement due to user request", also in the server's wait
+		 * for the synchronous standbys: the change is not known to be there. */
+		{"57014", false, true, false},
+		{"57014", true, true, false},
+		/* Any other error is transient. */
+		{"22023", true, true, false}, /* a refused client clock */
+		{"42501", false, true, false}, /* another role's lease */
+		{"55P03", false, true, false},
+		{"", false, true, false},
+		{"5500", false, true, false},
+		{"550000", false, true, false},
+	};
+
+	for (const auto &c : cases)
+		EXPECT_EQ(FailureLosesLease(c.sqlstate, c.connection_scoped, c.connected), c.loses)
+			<< c.sqlstate << " " << c.connection_scoped << " " << c.connected;
 }
 
-TEST(FailedCall, ACancelOrAnyOtherErrorIsTransient)
+/* The cancel warnings by their text, translated ones by the function that raised them. */
+TEST(SyncRep, CancelNoticesAreRecognisedByTextOrFunction)
 {
-	/* "canceling statement due to user request", also in the server's wait
-	 * for the synchronous standbys: the change is not known to be there. */
-	EXPECT_FALSE(FailureLosesLease("57014", false, true));
-	EXPECT_FALSE(FailureLosesLease("57014", true, true));
-	/* Any other error. */
-	EXPECT_FALSE(FailureLosesLease("22023", true, true)); /* a refused client clock */
-	EXPECT_FALSE(FailureLosesLease("42501", false, true)); /* another role's lease */
-	EXPECT_FALSE(FailureLosesLease("55P03", false, true));
-	EXPECT_FALSE(FailureLosesLease("", false, true));
-	EXPECT_FALSE(FailureLosesLease("5500", false, true));
-	EXPECT_FALSE(FailureLosesLease("550000", false, true));
-}
+	const struct
+	{
+		const char *message;
+		const char *function;
+		bool cancel;
+	} cases[] = {
+		{"canceling wait for synchronous replication due to user request", nullptr, true},
+		{"canceling the wait for synchronous replication and terminating connection due "
+		 "to administrator command",
+		 nullptr, true},
+		{"canceling wait for synchronous replication", "", true},
+		{"Warten auf synchrone Replikation wird abgebrochen", "SyncRepWaitForLSN", true},
+		{nullptr, "SyncRepWaitForLSN", true},
+		{nullptr, nullptr, false},
+		{"", "", false},
+		{"canceling statement due to user request", "ProcessInterrupts", false},
+		{"there is no transaction in progress", "EndTransactionBlock", false},
+		{"canceling wait for synchronous", nullptr, false},
+		{" canceling wait for synchronous replication", nullptr, false},
+		{"Canceling wait for synchronous replication", nullptr, false},
+		{nullptr, "SyncRepWaitForLSNx", false},
+	};
 
-TEST(SyncRep, TheCancelWarningsAreRecognisedByText)
-{
-	EXPECT_TRUE(IsSyncRepCancelNotice(
-		"canceling wait for synchronous replication due to user request", nullptr));
-	EXPECT_TRUE(IsSyncRepCancelNotice("canceling the wait for synchronous replication and "
-									  "terminating connection due to administrator command",
-									  nullptr));
-	EXPECT_TRUE(IsSyncRepCancelNotice("canceling wait for synchronous replication", ""));
-}
-
-TEST(SyncRep, TranslatedWarningsAreRecognisedByFunction)
-{
-	EXPECT_TRUE(IsSyncRepCancelNotice("Warten auf synchrone Replikation wird abgebrochen",
-									  "SyncRepWaitForLSN"));
-	EXPECT_TRUE(IsSyncRepCancelNotice(nullptr, "SyncRepWaitForLSN"));
-}
-
-TEST(SyncRep, OtherNoticesAreNot)
-{
-	EXPECT_FALSE(IsSyncRepCancelNotice(nullptr, nullptr));
-	EXPECT_FALSE(IsSyncRepCancelNotice("", ""));
-	EXPECT_FALSE(IsSyncRepCancelNotice("canceling statement due to user request",
-									   "ProcessInterrupts"));
-	EXPECT_FALSE(IsSyncRepCancelNotice("there is no transaction in progress",
-									   "EndTransactionBlock"));
-	EXPECT_FALSE(IsSyncRepCancelNotice("canceling wait for synchronous", nullptr));
-	EXPECT_FALSE(
-		IsSyncRepCancelNotice(" canceling wait for synchronous replication", nullptr));
-	EXPECT_FALSE(
-		IsSyncRepCancelNotice("Canceling wait for synchronous replication", nullptr));
-	EXPECT_FALSE(IsSyncRepCancelNotice(nullptr, "SyncRepWaitForLSNx"));
+	for (const auto &c : cases)
+		EXPECT_EQ(IsSyncRepCancelNotice(c.message, c.function), c.cancel)
+			<< (c.message ? c.message : "(null)") << " / "
+			<< (c.function ? c.function : "(null)");
 }
 
 } /* namespace */
