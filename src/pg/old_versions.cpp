@@ -96,14 +96,14 @@ WarnOnceIfExtensionOutdated(void)
 
 	const char *database = get_database_name(MyDatabaseId);
 
-	ereport(
-		WARNING,
-		(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-		 errmsg("snowflake extension in database \"%s\" is at version %s, older than "
-				"library version %s",
-				database, version, SNOWFLAKE_LIBRARY_VERSION),
-		 errdetail("The database lacks the objects of version %s until it is updated.",
-				   SNOWFLAKE_LIBRARY_VERSION),
-		 errhint("Run ALTER EXTENSION snowflake UPDATE in database \"%s\".", database)));
+	ereport(WARNING,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("snowflake extension in database \"%s\" is at version %s, older than "
+					"library version %s",
+					database, version, SNOWFLAKE_LIBRARY_VERSION),
+			 errdetail("The database lacks the objects of version %s until it is updated.",
+					   SNOWFLAKE_LIBRARY_VERSION),
+			 errhint("Run ALTER EXTENSION snowflake UPDATE in database \"%s\".",
+					 database)));
 	return true;
 }

@@ -153,7 +153,8 @@ snowflake_status(PG_FUNCTION_ARGS)
 	values[i++] = Int32GetDatum(counts.slots_used);
 	values[i++] = Int64GetDatum(static_cast<int64>(counts.ids_issued));
 	values[i++] = Int64GetDatum(static_cast<int64>(counts.overflow_waits));
-	values[i++] = Int64GetDatum(Max(INT64CONST(0), counts.furthest_unix_ms - TrustedNowUnixMs()));
+	values[i++] = Int64GetDatum(
+		Max(INT64CONST(0), counts.furthest_unix_ms - TrustedNowUnixMs()));
 	/* 1.1 */
 	nulls[i] = !state->reservation_known;
 	values[i++] = TimestampTzGetDatum(
@@ -180,7 +181,7 @@ snowflake_status(PG_FUNCTION_ARGS)
 	nulls[i] = problems == nullptr;
 	values[i++] = problems != nullptr ? CStringGetTextDatum(problems) : Datum(0);
 	/* 1.6 */
-	int64		now_unix_ms = TrustedNowUnixMs();
+	int64 now_unix_ms = TrustedNowUnixMs();
 
 	nulls[i] = !state->reservation_known;
 	values[i++] = Int64GetDatum(
@@ -193,9 +194,9 @@ snowflake_status(PG_FUNCTION_ARGS)
 	values[i++] = Int64GetDatum(
 		static_cast<int64>(pg_atomic_read_u64(&state->largest_step_forward_ms)));
 
-	int64		last_step_unix_ms =
-		static_cast<int64>(pg_atomic_read_u64(&state->last_clock_step_unix_ms));
-	int64		pending_ms = PendingClockStepMs(state);
+	int64 last_step_unix_ms = static_cast<int64>(
+		pg_atomic_read_u64(&state->last_clock_step_unix_ms));
+	int64 pending_ms = PendingClockStepMs(state);
 
 	nulls[i] = last_step_unix_ms == 0;
 	values[i++] = TimestampTzGetDatum(UnixMsToTimestampTz(last_step_unix_ms));

@@ -126,10 +126,11 @@ ReportClockBehindFloor(int64 floor)
 					  errhint("snowflake.on_clock_behind is 'ride': IDs continue above the "
 							  "reservation without waiting, their timestamps ahead of the "
 							  "clock (drift_ms in snowflake_status()).") :
-					  errhint("snowflake_nextval() waits up to snowflake.clock_wait_timeout "
-							  "for the clock to come within snowflake.max_drift of them; "
-							  "to issue IDs without waiting, set "
-							  "snowflake.on_clock_behind = 'ride' and reload.")) :
+					  errhint(
+						  "snowflake_nextval() waits up to snowflake.clock_wait_timeout "
+						  "for the clock to come within snowflake.max_drift of them; "
+						  "to issue IDs without waiting, set "
+						  "snowflake.on_clock_behind = 'ride' and reload.")) :
 				 0));
 }
 
@@ -177,7 +178,7 @@ AcquireGenerator(void)
 [[noreturn]] static void
 ReportClockTooFarBehind(int64 target_unix_ms)
 {
-	int64		behind_ms = target_unix_ms + g_settings.max_drift_ms - TrustedNowUnixMs();
+	int64 behind_ms = target_unix_ms + g_settings.max_drift_ms - TrustedNowUnixMs();
 
 	/*
 	 * The next ID lies ahead of a clock that is right: the IDs before it
@@ -217,8 +218,8 @@ WaitForClock(int64 target_unix_ms)
 	for (;;)
 	{
 		/* The target lies below the next ID: a pending step is trusted as far. */
-		int64		target_us = target_unix_ms * 1000;
-		int64		remaining_us = target_us - ObserveClockUs(target_us);
+		int64 target_us = target_unix_ms * 1000;
+		int64 remaining_us = target_us - ObserveClockUs(target_us);
 		int64		allowed_us = deadline_us - NowMonotonicUs();
 
 		if (remaining_us <= 0)
@@ -262,12 +263,12 @@ NextRun(uint32 want, uint32 *count)
 {
 	const int64 epoch_ms = g_settings.layout.epoch_ms;
 	int64		result;
-	int64		now = NowTimestamp();
+	int64 now = NowTimestamp();
 
 	for (;;)
 	{
-		switch (generator.NextRun(mark_cell, now, ReservedUntil(state), want, &result,
-								  count))
+		switch (
+			generator.NextRun(mark_cell, now, ReservedUntil(state), want, &result, count))
 		{
 			case snowflake::Outcome::kIssued:
 				ids_from_slot += *count;
