@@ -93,12 +93,6 @@ sub stop_load
 	return;
 }
 
-sub count_rows
-{
-	my ($node, $where) = @_;
-	return $node->safe_psql($db, "SELECT count(*) FROM items WHERE $where");
-}
-
 # Rows whose ID decodes to another node than the one that inserted them,
 # and lines without their item.
 sub misattributed
