@@ -1,10 +1,6 @@
-# A fresh install builds 1.6 and nothing older (CREATE EXTENSION ... VERSION
-# of 1.0 to 1.5 is PostgreSQL's own 22023 refusal), and a database at each
-# released version (1.0 to 1.3), updated on a relocated copy that still
-# installs 1.0, has a fresh 1.6's catalog item by item: the gate of
-# src/extension/snowflake--1.3--1.6.sql.  Also: a database at 1.3 under
-# library 1.6 warns at its first ID and at each registry start; the update
-# chain step by step (test/old_versions/sql/upgrade.sql).
+# The gate of src/extension/snowflake--1.3--1.6.sql (test/README.md says what
+# it proves): databases at the released versions are made on a relocated copy
+# of the installation that still installs 1.0.
 
 use strict;
 use warnings;
