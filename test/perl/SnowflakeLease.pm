@@ -12,7 +12,7 @@ use SnowflakeTest;
 use Test::More;
 
 our @EXPORT = qw(start_lease_client wait_for_lease wait_for_holding finish_lease_client
-  read_ids lease_settings lease_node_settings);
+  read_ids lease_settings);
 
 # The database the clients connect to (leases are the server's).
 our $database = 'postgres';
@@ -24,12 +24,6 @@ sub lease_settings
 {
 	my (%settings) = @_;
 	return { max_connections => 120, map { ("snowflake.$_" => $settings{$_}) } keys %settings };
-}
-
-# The same settings as postgresql.conf lines that preload snowflake.
-sub lease_node_settings
-{
-	return SnowflakeTest::node_conf(%{ lease_settings(@_) });
 }
 
 # Starts the client against $node's $database as holder $name, its IDs in

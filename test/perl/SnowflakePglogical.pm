@@ -85,14 +85,6 @@ sub create_pair
 	return (create_node(1, %opts), create_node(2, %opts));
 }
 
-# Runs $sql in "app" on every node (pglogical does not replicate DDL).
-sub run_on_both
-{
-	my ($nodes, $sql) = @_;
-	$_->safe_psql($db, $sql) for @$nodes;
-	return;
-}
-
 # The DSN by which the other node reaches $node.
 sub dsn
 {

@@ -24,7 +24,6 @@ CREATE TABLE ids (
     session integer NOT NULL,
     n       integer NOT NULL
 );
--- Commits batches of 100 rows, numbered in call order, until it is ended.
 CREATE PROCEDURE generate(s integer) LANGUAGE plpgsql AS $$
 DECLARE
     done integer := 0;

@@ -1,8 +1,6 @@
 # Bulk, concurrent ID generation: four sessions, started together and really
 # running at the same time, insert 2 million rows into a table whose primary
-# key defaults to snowflake_nextval().  Proves: no duplicate IDs, IDs strictly
-# increase in insertion order within each session, each session works under a
-# worker id of its own, and snowflake_status() counted every ID.
+# key defaults to snowflake_nextval() (what it proves: test/README.md).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;

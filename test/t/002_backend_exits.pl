@@ -116,13 +116,6 @@ sub wait_psql_exit
 	return;
 }
 
-sub wait_backend_gone
-{
-	my ($node, $pid) = @_;
-	return $node->poll_query_until('postgres',
-		"SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = $pid");
-}
-
 # One round: a session issues IDs, then is terminated while generating.
 sub terminate_round
 {
@@ -138,7 +131,9 @@ sub terminate_round
 	start_endless($node, $session, $pid, $kind);
 	is($node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)"),
 		't', "round $round: backend terminated");
-	ok(wait_backend_gone($node, $pid), "round $round: backend is gone");
+	ok( $node->poll_query_until(
+			'postgres', "SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = $pid"),
+		"round $round: backend is gone");
 	is(slot_locks($node, $worker, $pid), '0|0',
 		"round $round: the slot lock is gone from pg_locks");
 	is(slot_use($node, $worker), '0|0',
@@ -214,14 +209,6 @@ sub id_bounds
 	return (\%min, \%max);
 }
 
-sub timestamp_ms
-{
-	my ($node, $id) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT (extract(epoch FROM ts) * 1000)::bigint FROM snowflake_decode($id)"
-	);
-}
-
 my $node = start_node();
 
 # --- pg_terminate_backend while generating ---------------------------------
@@ -274,7 +261,9 @@ my ($min, $max) = id_bounds(@all);
 ok(!defined $max->{doomed}, 'no row of a terminated statement was committed');
 cmp_ok($min->{after}, '>', $max->{before},
 	'every ID after the crash restart is larger than every ID before it');
-cmp_ok(timestamp_ms($node, $min->{after}), '>', $victim_mark,
+cmp_ok( $node->safe_psql('postgres',
+		"SELECT (extract(epoch FROM ts) * 1000)::bigint FROM snowflake_decode($min->{after})"),
+	'>', $victim_mark,
 	"the first ID after the restart lies after the victim's last timestamp");
 cmp_ok($min->{'round 3'}, '>', $max->{'round 1'},
 	'the next holder of a terminated slot continued above its IDs');

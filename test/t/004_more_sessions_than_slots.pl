@@ -80,13 +80,6 @@ SELECT string_agg(w.worker_id || ':' || w.sessions || ':' || coalesce(l.locks, 0
                    GROUP BY objid) AS l USING (worker_id)});
 }
 
-sub decoded_worker_id
-{
-	my ($id) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT worker_id FROM snowflake_decode($id)");
-}
-
 sub largest_id
 {
 	my ($name) = @_;
@@ -114,7 +107,8 @@ my (undef, $stdout, $stderr) = $node->psql('postgres',
 	"\\set VERBOSITY verbose\n" . issue_one('oneshot') . ";\n", on_error_stop => 0);
 like($stdout, qr/^\d{6,}$/m, 'a third session gets an ID');
 is($stderr, '', 'without an error or a warning');
-is(decoded_worker_id($stdout =~ /^(\d+)$/m ? $1 : 0),
+is( $node->safe_psql('postgres',
+		'SELECT worker_id FROM snowflake_decode(' . ($stdout =~ /^(\d+)$/m ? $1 : 0) . ')'),
 	0, 'under worker 0: both slots had one session, and 0 has the lower id');
 ok($node->poll_query_until('postgres', 'SELECT sessions_attached = 2 FROM snowflake_status()'),
 	'the one-shot session detached when it ended');

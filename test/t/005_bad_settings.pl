@@ -38,58 +38,35 @@ sub check_accepted
 	unlink $node->data_dir . '/snowflake.leases';
 }
 
-# --- the lease space --------------------------------------------------------
-check_refused(
-	'lease_workers 128 with 7 worker bits',
-	'snowflake.lease_workers 128 leaves no worker id to sessions',
-	lease_workers => 128);
-check_accepted('lease_workers 127 with 7 worker bits', lease_workers => 127);
-
-# --- node id out of range ---------------------------------------------------
-check_refused(
-	'node_id 8 with 3 node bits',
-	'snowflake.node_id 8 is out of range for snowflake.node_bits = 3',
-	node_id => 8);
-check_accepted('node_id 8 with 4 node bits', node_id => 8, node_bits => 4);
-
-check_refused(
-	'node_id 1 with no node bits',
-	'snowflake.node_id 1 is out of range for snowflake.node_bits = 0',
-	node_id => 1,
-	node_bits => 0);
-check_accepted('node_id 0 with no node bits', node_id => 0, node_bits => 0);
-
-# --- too few timestamp bits -------------------------------------------------
-check_refused(
-	'29 timestamp bits',
-	'snowflake.node_bits (10) + snowflake.worker_bits (12) + '
-	  . 'snowflake.sequence_bits (12) leave 29 bits for the timestamp',
-	node_bits => 10,
-	worker_bits => 12,
-	sequence_bits => 12);
-check_accepted(
-	'37 timestamp bits',
-	node_bits => 10,
-	worker_bits => 6,
-	sequence_bits => 10);
-
-# --- epoch ----------------------------------------------------------------
-check_refused(
-	'epoch in the future',
-	'snowflake.epoch "2999-01-01" is in the future',
-	epoch => '2999-01-01');
-check_refused(
-	'malformed epoch',
-	'invalid value for snowflake.epoch: "yesterday"',
-	epoch => 'yesterday');
-check_refused(
-	'epoch too far back for 31 timestamp bits',
-	'snowflake.epoch "2000-01-01" is too far in the past for 31 timestamp bits',
-	epoch => '2000-01-01',
-	node_bits => 8,
-	worker_bits => 12,
-	sequence_bits => 12);
-check_accepted('epoch with time of day', epoch => '2025-06-30 23:59:59.999');
+# Each case, in order: [refused => case, FATAL message, settings] or
+# [accepted => case, settings].
+for my $c (
+	[ refused => 'lease_workers 128 with 7 worker bits',
+		'snowflake.lease_workers 128 leaves no worker id to sessions', lease_workers => 128 ],
+	[ accepted => 'lease_workers 127 with 7 worker bits', lease_workers => 127 ],
+	[ refused => 'node_id 8 with 3 node bits',
+		'snowflake.node_id 8 is out of range for snowflake.node_bits = 3', node_id => 8 ],
+	[ accepted => 'node_id 8 with 4 node bits', node_id => 8, node_bits => 4 ],
+	[ refused => 'node_id 1 with no node bits',
+		'snowflake.node_id 1 is out of range for snowflake.node_bits = 0', node_id => 1, node_bits => 0 ],
+	[ accepted => 'node_id 0 with no node bits', node_id => 0, node_bits => 0 ],
+	[ refused => '29 timestamp bits',
+		'snowflake.node_bits (10) + snowflake.worker_bits (12) + '
+		  . 'snowflake.sequence_bits (12) leave 29 bits for the timestamp',
+		node_bits => 10, worker_bits => 12, sequence_bits => 12 ],
+	[ accepted => '37 timestamp bits', node_bits => 10, worker_bits => 6, sequence_bits => 10 ],
+	[ refused => 'epoch in the future', 'snowflake.epoch "2999-01-01" is in the future',
+		epoch => '2999-01-01' ],
+	[ refused => 'malformed epoch', 'invalid value for snowflake.epoch: "yesterday"',
+		epoch => 'yesterday' ],
+	[ refused => 'epoch too far back for 31 timestamp bits',
+		'snowflake.epoch "2000-01-01" is too far in the past for 31 timestamp bits',
+		epoch => '2000-01-01', node_bits => 8, worker_bits => 12, sequence_bits => 12 ],
+	[ accepted => 'epoch with time of day', epoch => '2025-06-30 23:59:59.999' ])
+{
+	my ($kind, @args) = @$c;
+	$kind eq 'refused' ? check_refused(@args) : check_accepted(@args);
+}
 
 # --- values the GUC machinery would replace by the default ---------------------
 # PostgreSQL only warns and runs with the default, which could let two

@@ -95,34 +95,6 @@ SELECT count(*)
 });
 }
 
-# Runs snowflake_nextval() expecting the layout conflict; returns stderr.
-sub refused_nextval
-{
-	my ($case) = @_;
-	my ($rc, $stdout, $stderr) = $node->psql(
-		'postgres', q(
-SET TimeZone = 'UTC';
-\set VERBOSITY verbose
-SELECT snowflake_nextval();
-));
-	isnt($rc, 0, "$case: snowflake_nextval() fails");
-	is($stdout, '', "$case: no ID is issued");
-	like(
-		$stderr,
-		qr/\bERROR:  55000: \Qthe server's snowflake layout differs from the layout recorded in database "postgres"\E$/m,
-		"$case: SQLSTATE 55000 and the documented message");
-	like(
-		$stderr,
-		qr/^HINT:  \QRestore the recorded snowflake.* settings, or see "Changing the layout" in the snowflake documentation.\E$/m,
-		"$case: the HINT points to the documentation");
-	return $stderr;
-}
-
-sub layout_file
-{
-	return $node->data_dir . '/snowflake.layout';
-}
-
 # Stops the server and checks that it refuses to start with %settings,
 # naming the layout it last ran with ($last) and the new one ($now).
 sub refused_start
@@ -139,23 +111,6 @@ sub refused_start
 		$log,
 		qr/DETAIL:  \QLast: $last. Now: $now. Not every new ID would be larger than every ID already issued.\E\n/,
 		"$case: the log names both layouts");
-}
-
-# Starts without the data directory's record of its layout (as a database
-# restored elsewhere): only the database's history guards it.
-sub start_without_layout_file
-{
-	my $saved = slurp_file(layout_file());
-	unlink layout_file() or die "could not remove the layout file: $!";
-	$node->start;
-	return $saved;
-}
-
-sub put_back_layout_file
-{
-	my ($saved) = @_;
-	$node->stop;
-	SnowflakeTest::write_file(layout_file(), $saved);
 }
 
 # --- the first layout ---------------------------------------------------------
@@ -176,11 +131,7 @@ issue_ids('initial', 5000);
 restart_with();
 issue_ids('same', 5000);
 is(layout_rows(), 1, 'same layout: no new row is recorded');
-is( $node->safe_psql('postgres',
-		q(SELECT (SELECT min(id) FROM ids WHERE phase = 'same') >
-		         (SELECT max(id) FROM ids WHERE phase = 'initial'))),
-	't',
-	'same layout: IDs after the restart are larger');
+is(above_all_others('same'), 't', 'same layout: IDs after the restart are larger');
 is(hand_decode_mismatches($_, 12, $epoch),
 	0, "same layout: $_ IDs decode with 12 sequence bits")
   for qw(initial same);
@@ -221,41 +172,45 @@ is( $node->safe_psql('postgres',
 	"8191|$node_id|$node_id",
 	'sequence_bits 13: the sequence runs up to 8191, node id unchanged');
 
-# --- (c) back to sequence_bits 12: refused ---------------------------------------
-refused_start(
-	'sequence_bits 13 -> 12',
-	describe_layout($epoch, 13),
-	describe_layout($epoch, 12),
-	sequence_bits => 12);
-my $saved_file = start_without_layout_file();
-my $detail = refused_nextval('sequence_bits 13 -> 12');
-like(
-	$detail,
-	qr/^DETAIL:  \QRecorded: ${\ describe_layout($epoch, 13)}. Running: ${\ SnowflakeTest::layout_text($epoch, 12)}. Not every new ID would be larger than every ID already issued.\E$/m,
-	'sequence_bits 13 -> 12: the DETAIL names both layouts');
-is(layout_rows(), 2, 'sequence_bits 13 -> 12: nothing is recorded');
-is(changed_decodes(), 0, 'sequence_bits 13 -> 12: old IDs still decode');
-is(hand_decode_mismatches('seq13', 13, $epoch),
-	0, 'sequence_bits 13 -> 12: 13-bit IDs still decode with 13 bits');
-put_back_layout_file($saved_file);
-
-# --- (d) a later epoch: refused --------------------------------------------------
+# --- (c) back to sequence_bits 12, (d) a later epoch: refused --------------------
+# Each refused at start and, without the data directory's record of its
+# layout (as a database restored elsewhere), by the database's history, whose
+# DETAIL names both layouts ($tail ends it).
 my $later_epoch = '2025-06-01';
-refused_start(
-	'later epoch',
-	describe_layout($epoch, 13),
-	describe_layout($later_epoch, 13),
-	sequence_bits => 13,
-	epoch => $later_epoch);
-$saved_file = start_without_layout_file();
-$detail = refused_nextval('later epoch');
-like(
-	$detail,
-	qr/^DETAIL:  \QRecorded: ${\ describe_layout($epoch, 13)}. Running: ${\ SnowflakeTest::layout_text($later_epoch, 13)}.\E/m,
-	'later epoch: the DETAIL names both epochs');
-is(layout_rows(), 2, 'later epoch: nothing is recorded');
-is(changed_decodes(), 0, 'later epoch: old IDs still decode');
-put_back_layout_file($saved_file);
+for my $change (
+	[ 'sequence_bits 13 -> 12', $epoch, 12, 'layouts',
+		' Not every new ID would be larger than every ID already issued.', '$' ],
+	[ 'later epoch', $later_epoch, 13, 'epochs', '', '' ])
+{
+	my ($case, $now_epoch, $bits, $named, $tail, $end) = @$change;
+	my ($last, $now) = (describe_layout($epoch, 13), describe_layout($now_epoch, $bits));
+	refused_start($case, $last, $now, sequence_bits => $bits, epoch => $now_epoch);
+	my $layout_file = $node->data_dir . '/snowflake.layout';
+	my $saved_file = slurp_file($layout_file);
+	unlink $layout_file or die "could not remove the layout file: $!";
+	$node->start;
+	my ($rc, $stdout, $stderr) =
+	  $node->psql('postgres', "SET TimeZone = 'UTC';\n\\set VERBOSITY verbose\nSELECT snowflake_nextval();");
+	isnt($rc, 0, "$case: snowflake_nextval() fails");
+	is($stdout, '', "$case: no ID is issued");
+	like(
+		$stderr,
+		qr/\bERROR:  55000: \Qthe server's snowflake layout differs from the layout recorded in database "postgres"\E$/m,
+		"$case: SQLSTATE 55000 and the documented message");
+	like(
+		$stderr,
+		qr/^HINT:  \QRestore the recorded snowflake.* settings, or see "Changing the layout" in the snowflake documentation.\E$/m,
+		"$case: the HINT points to the documentation");
+	like($stderr, qr/^DETAIL:  \QRecorded: $last. Running: $now.$tail\E$end/m,
+		"$case: the DETAIL names both $named");
+	is(layout_rows(), 2, "$case: nothing is recorded");
+	is(changed_decodes(), 0, "$case: old IDs still decode");
+	is(hand_decode_mismatches('seq13', 13, $epoch),
+		0, "$case: 13-bit IDs still decode with 13 bits")
+	  if $bits == 12;
+	$node->stop;
+	SnowflakeTest::write_file($layout_file, $saved_file);
+}
 
 # --- restoring the recorded layout works again ---------------------------------
 write_settings(sequence_bits => 13);

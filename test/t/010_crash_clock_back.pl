@@ -67,10 +67,7 @@ cmp_ok($reservations, '>', 0, "reservations were written before the crash ($rese
 
 # --- the crash ---------------------------------------------------------------------
 $node->stop('immediate');
-for my $r (@runs)
-{
-	ok(!$r->finish, 'a generating psql ended with the server');
-}
+ok(!$_->finish, 'a generating psql ended with the server') for @runs;
 
 # The IDs each stream saw, in order (whole lines only), checked on the way
 # into the file the server loads after the restart.

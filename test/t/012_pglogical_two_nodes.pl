@@ -19,9 +19,10 @@ my ($node1, $node2) = SnowflakePglogical::create_pair();
 my @nodes = ($node1, $node2);
 my %number = (node1 => 1, node2 => 2);
 
-# Step 2 of the guide, with an origin column to check against the IDs.
-SnowflakePglogical::run_on_both(
-	\@nodes, q{
+# Step 2 of the guide, with an origin column to check against the IDs, on
+# both nodes (pglogical does not replicate DDL).
+$_->safe_psql(
+	$db, q{
 CREATE TABLE items (
     id     bigint PRIMARY KEY DEFAULT snowflake_nextval(),
     origin integer NOT NULL,
@@ -34,7 +35,7 @@ CREATE TABLE item_lines (
     phase   integer NOT NULL
 );
 CREATE TABLE probe (id bigint PRIMARY KEY, origin integer NOT NULL);
-});
+}) for @nodes;
 SnowflakePglogical::connect_pair(\@nodes, qw(items item_lines probe snowflake_nodes));
 pass('both subscriptions replicate');
 
@@ -91,12 +92,6 @@ sub stop_load
 		"SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'load'")
 	  or die 'the sessions of pgbench on ' . $load->{node}->name . ' did not end';
 	return;
-}
-
-sub count_rows
-{
-	my ($node, $where) = @_;
-	return $node->safe_psql($db, "SELECT count(*) FROM items WHERE $where");
 }
 
 # Rows whose ID decodes to another node than the one that inserted them,

@@ -44,18 +44,6 @@ SnowflakePglogical::connect_pair(\@nodes,
 	qw(events legacy legacy_lines snowflake_nodes));
 pass('both subscriptions replicate, and both nodes registered');
 
-sub insert_events
-{
-	my ($count) = @_;
-	for my $i (1, 2)
-	{
-		$nodes[ $i - 1 ]->safe_psql($db,
-			"INSERT INTO events (origin) SELECT $i FROM generate_series(1, $count)"
-		);
-	}
-	return;
-}
-
 # --- 1. heartbeats replicate ----------------------------------------------------
 $pair->check_heartbeats;
 
@@ -99,7 +87,9 @@ ok( $node1->log_contains(
 is($_->safe_psql($db, 'SELECT try_nextval()'),
 	'ok', $_->name . ': generation resumes, on_node_collision still error')
   for @nodes;
-insert_events(1000);
+$nodes[ $_ - 1 ]->safe_psql($db,
+	"INSERT INTO events (origin) SELECT $_ FROM generate_series(1, 1000)")
+  for 1, 2;
 $pair->check_tables('after the collision', 'true', 'events');
 
 # --- 3. converting serial keys on both nodes ------------------------------------

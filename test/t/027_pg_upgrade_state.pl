@@ -1,15 +1,7 @@
 # pg_upgrade (from SNOWFLAKE_PG_UPGRADE_FROM, or this installation to
 # itself), dump and restore, and the Debian pg_upgradecluster hook, into new
-# data directories whose clock is 1 h behind.  The state files do not come
-# along by themselves: without them the new server refuses to start (55000)
-# naming the files; carried by the recipe of docs/operations.md, the layout
-# is kept, leases stay held, old IDs decode as before and new IDs lie above
-# every old one (or, with max_drift 1 s, none is issued).  The hook, under
-# stubs of pg_lsclusters and pg_ctlcluster over paths with spaces, carries
-# the files for pg_upgrade's methods and for dump, and at finish merges
-# lease states, refusing two held leases of one worker id or a running new
-# cluster without the old state.  A snowflake-typed table with a foreign key
-# keeps its types, constraint and JSON strings.
+# data directories whose clock is 1 h behind; test/README.md lists what each
+# part proves.
 use strict;
 use warnings;
 use File::Copy;

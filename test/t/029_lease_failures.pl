@@ -164,18 +164,15 @@ SELECT ((floor(extract(epoch FROM not_before) * 1000)::bigint + 1
        | (127 << 12) | 5
   FROM snowflake_leases WHERE token = $token});
 $node->safe_psql('postgres', "SELECT snowflake_renew_lease($token, $survivor_id)");
-my $before = $node->safe_psql('postgres',
-	q{SELECT token, state, holder, expires_at, last_timestamp FROM snowflake_leases});
+my $leases = q{SELECT token, state, holder, expires_at, last_timestamp FROM snowflake_leases};
+my $before = $node->safe_psql('postgres', $leases);
 ok(-f $node->data_dir . '/snowflake.lease_state', 'the lease table has its file');
 $node->restart;
-is($node->safe_psql('postgres',
-		q{SELECT token, state, holder, expires_at, last_timestamp FROM snowflake_leases}),
+is($node->safe_psql('postgres', $leases),
 	$before, 'a clean restart keeps the lease, its expiry and its last timestamp');
 $node->stop('immediate');
 $node->start;
-is($node->safe_psql('postgres',
-		q{SELECT token, state, holder, expires_at, last_timestamp FROM snowflake_leases}),
-	$before, 'so does a crash restart');
+is($node->safe_psql('postgres', $leases), $before, 'so does a crash restart');
 is($node->safe_psql('postgres',
 		"SELECT expires_at > now() FROM snowflake_renew_lease($token, NULL)"),
 	't', 'its holder renews it after both');
@@ -194,12 +191,10 @@ my $max_token = max($async_token, $token,
 	map { $_->{token} } $dead_lease, $next_lease, $lapsed_lease, $heir_lease,
 	$zombie_lease, $usurper_lease, $piped_lease, $after_pipe_lease);
 is($async_token, $max_token, 'tokens increase: the last grant has the largest');
-$before = $node->safe_psql('postgres',
-	q{SELECT token, state, holder, expires_at, last_timestamp FROM snowflake_leases});
+$before = $node->safe_psql('postgres', $leases);
 $node->stop('immediate');
 $node->start;
-is($node->safe_psql('postgres',
-		q{SELECT token, state, holder, expires_at, last_timestamp FROM snowflake_leases}),
+is($node->safe_psql('postgres', $leases),
 	$before, 'a lease taken with synchronous_commit = off survives a crash restart');
 # A backend killed with SIGKILL makes an unclean crash (an immediate stop
 # still fsyncs the lease file); with restart_after_crash off the postmaster

@@ -9,25 +9,14 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use SnowflakeLease;
+use SnowflakeStandby;
 use SnowflakeTest;
 use Test::More;
 
 my ($ret, $out, $err);
-my $primary = SnowflakeTest::new_node(
-	'primary',
-	init => [ allows_streaming => 1 ],
-	settings => { 'snowflake.lease_workers' => 2, 'snowflake.lease_connection_window' => '2s' },
-	extension => 'postgres');
-$primary->backup('backup');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'backup', has_streaming => 1);
-$standby->append_conf('postgresql.conf', "cluster_name = 'standby'");
-$standby->start;
-$primary->append_conf('postgresql.conf', "synchronous_standby_names = 'standby'");
-$primary->reload;
-$primary->poll_query_until('postgres',
-	q{SELECT sync_state = 'sync' FROM pg_stat_replication})
-  or die 'the standby did not become synchronous';
+my ($primary, $standby) = SnowflakeStandby::primary_with_standbys(
+	settings => { 'snowflake.lease_workers' => 2, 'snowflake.lease_connection_window' => '2s' });
+SnowflakeStandby::make_synchronous($primary) or die 'the standby did not become synchronous';
 
 # With the standby stopped, a lease waits for it, though the session has
 # synchronous_commit = off; it completes once the standby is back.
@@ -99,12 +88,9 @@ is( $standby->safe_psql(
 		               WHERE holder LIKE '%holder'}),
 	'connection holder,ttl holder',
 	'the standby has both leases');
-is( $standby->safe_psql(
-		'postgres', qq{SELECT state, (extract(epoch FROM not_after) * 1000)::bigint
-		                 FROM snowflake_leases WHERE token = $ttl_token}),
-	$primary->safe_psql(
-		'postgres', qq{SELECT state, (extract(epoch FROM not_after) * 1000)::bigint
-		                 FROM snowflake_leases WHERE token = $ttl_token}),
+my $ttl_window = qq{SELECT state, (extract(epoch FROM not_after) * 1000)::bigint
+  FROM snowflake_leases WHERE token = $ttl_token};
+is($standby->safe_psql('postgres', $ttl_window), $primary->safe_psql('postgres', $ttl_window),
 	'the ttl lease\'s window is the primary\'s');
 
 # Leases are refused on the standby.

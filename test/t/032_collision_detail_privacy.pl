@@ -34,12 +34,6 @@ sub as_role
 	return ($ret, $stderr, $stdout);
 }
 
-sub set_policy
-{
-	SnowflakeRegistryPeer::set_policy($node, 'postgres', @_);
-	return;
-}
-
 my ($ret, $stderr, $stdout) =
   as_role('regress_nobody', 'SELECT snowflake_nextval() > 0');
 is($ret, 0, 'regress_nobody generates IDs before any collision');
@@ -92,7 +86,7 @@ like($stdout, qr/\|t$/, 'it shows node_collision');
 unlike($stdout, $where, 'and not where the peer runs');
 
 # --- on_node_collision = warn -------------------------------------------------------
-set_policy('warn');
+SnowflakeRegistryPeer::set_policy($node, 'postgres', 'warn');
 ($ret, $stderr) = as_role('regress_nobody', 'SELECT snowflake_nextval() > 0');
 is($ret, 0, 'with warn, regress_nobody gets IDs');
 is($stderr, '', 'and no message at all');

@@ -42,11 +42,13 @@ CREATE DATABASE appdb OWNER appowner;
 	return $node;
 }
 
-# A node as new_node's with the extension in public and svc granted leases.
+# A node as new_node's with the extension in public and svc granted leases;
+# $before_install runs on the node first.
 sub new_leasing_node
 {
-	my ($name, $grantees) = @_;
+	my ($name, $grantees, $before_install) = @_;
 	my $node = new_node($name);
+	$before_install->($node) if $before_install;
 	su_psql($node, 'CREATE EXTENSION snowflake SCHEMA public');
 	$node->safe_psql('appdb', 'CREATE ROLE svc LOGIN');
 	grant_leases($node, 'public', $grantees // 'svc');
@@ -139,6 +141,18 @@ GRANT EXECUTE ON FUNCTION $schema.snowflake_lease_worker(text, interval, timesta
 	return;
 }
 
+# One check, named $what: $role (through SET ROLE $set_role, if given)
+# renews lease $token.
+sub renews
+{
+	my ($node, $role, $token, $what, $set_role) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my (undef, $out, $err) = try_as_role($node, $role,
+		($set_role ? "SET ROLE $set_role;\n" : '')
+		  . "SELECT 'renewed' FROM public.snowflake_renew_lease($token, NULL::bigint)");
+	return is($out, 'renewed', $what) || diag($err);
+}
+
 # A lease as "worker_id|token|not_before_ms|not_after_ms".
 sub lease_sql
 {
@@ -225,11 +239,7 @@ CREATE OPERATOR public.$name (LEFTARG = $left, RIGHTARG = $right, FUNCTION = pub
 }
 
 {
-	my $node = new_node('preinstall');
-	plant_install_trojans($node);
-	su_psql($node, 'CREATE EXTENSION snowflake SCHEMA public');
-	$node->safe_psql('appdb', 'CREATE ROLE svc LOGIN');
-	grant_leases($node, 'public', 'svc');
+	my $node = new_leasing_node('preinstall', 'svc', \&plant_install_trojans);
 	is(su_psql($node, "SELECT extversion FROM pg_extension WHERE extname = 'snowflake'"),
 		'1.6', 'trojans before install: the fresh install is at 1.6');
 	is(su_psql($node, $view_foreign_deps), '',
@@ -409,26 +419,24 @@ CREATE ROLE pool LOGIN NOINHERIT IN ROLE tenant_a, tenant_b;
 	grant_leases($node, 'public', 'tenant_a, tenant_b, pool');
 	my $lease = split_lease(as_role($node, 'pool', "SET ROLE tenant_a;\n" . lease_sql('public', 'tenant-a', '1 hour')));
 	ok($lease->{token} > 0, 'lease owner: tenant_a leases through pool');
-	my ($ret, $out, $err) = try_as_role($node, 'pool',
-		"SET ROLE tenant_b;\nSELECT not_after FROM public.snowflake_renew_lease($lease->{token}, NULL::bigint)");
-	like($err, qr/ERROR:  42501: snowflake lease $lease->{token} belongs to another role/,
-		'lease owner: tenant_b cannot renew tenant_a\'s lease (42501)');
-	($ret, $out, $err) = try_as_role($node, 'pool',
-		"SET ROLE tenant_b;\nSELECT public.snowflake_release_lease($lease->{token}, NULL::bigint)");
-	like($err, qr/ERROR:  42501: snowflake lease $lease->{token} belongs to another role/,
-		'lease owner: tenant_b cannot release tenant_a\'s lease (42501)');
-	($ret, $out, $err) = try_as_role($node, 'pool',
-		"SELECT not_after FROM public.snowflake_renew_lease($lease->{token}, NULL::bigint)");
-	like($err, qr/ERROR:  42501: snowflake lease $lease->{token} belongs to another role/,
-		'lease owner: pool itself, the login role, cannot renew tenant_a\'s lease (42501)');
+	for my $try (
+		[ "SET ROLE tenant_b;\nSELECT not_after FROM public.snowflake_renew_lease",
+			'tenant_b cannot renew' ],
+		[ "SET ROLE tenant_b;\nSELECT public.snowflake_release_lease", 'tenant_b cannot release' ],
+		[ 'SELECT not_after FROM public.snowflake_renew_lease',
+			'pool itself, the login role, cannot renew' ])
+	{
+		my (undef, undef, $err) =
+		  try_as_role($node, 'pool', "$try->[0]($lease->{token}, NULL::bigint)");
+		like($err, qr/ERROR:  42501: snowflake lease $lease->{token} belongs to another role/,
+			"lease owner: $try->[1] tenant_a's lease (42501)");
+	}
 	is( su_psql($node,
 			"SELECT holder_role || ':' || state FROM public.snowflake_leases WHERE token = $lease->{token}"),
 		'tenant_a:held',
 		'lease owner: the view shows holder_role tenant_a, the lease held');
-	($ret, $out, $err) = try_as_role($node, 'pool',
-		"SET ROLE tenant_a;\nSELECT 'renewed' FROM public.snowflake_renew_lease($lease->{token}, NULL::bigint)");
-	is($out, 'renewed', 'lease owner: tenant_a renews its lease') or diag($err);
-	($ret, $out, $err) = try_as_role($node, 'pool',
+	renews($node, 'pool', $lease->{token}, 'lease owner: tenant_a renews its lease', 'tenant_a');
+	my ($ret, $out, $err) = try_as_role($node, 'pool',
 		"SET ROLE tenant_a;\nSELECT public.snowflake_release_lease($lease->{token}, NULL::bigint)");
 	is($out, 't', 'lease owner: tenant_a releases its lease') or diag($err);
 }
@@ -474,9 +482,8 @@ SELECT state = 'active' AND wait_event = 'advisory'
 		'slow lease statements: billing\'s statement has leased and slept, and waits at the gate');
 	is(su_psql($node, "SELECT count(*) FROM public.snowflake_leases WHERE holder = 'b'"),
 		'1', 'slow lease statements: the running statement\'s lease is in snowflake_leases');
-	my ($ret, $out, $err) = try_as_role($node, 'orders_svc',
-		"SELECT 'renewed' FROM public.snowflake_renew_lease($orders->{token}, NULL::bigint)");
-	is($out, 'renewed', 'slow lease statements: orders_svc renews while billing\'s lease statement runs') or diag($err);
+	renews($node, 'orders_svc', $orders->{token},
+		'slow lease statements: orders_svc renews while billing\'s lease statement runs');
 	is( su_psql($node,
 			"SELECT state || ':' || wait_event FROM pg_stat_activity WHERE pid = $billing_pid"),
 		'active:advisory',
@@ -489,12 +496,11 @@ SELECT state = 'active' AND wait_event = 'advisory'
 	ok( $node->poll_query_until(
 			'appdb', qq{SELECT state LIKE 'idle in transaction%' FROM pg_stat_activity WHERE pid = $billing_pid}),
 		'slow lease statements: billing holds a transaction open after a grant');
-	($ret, $out, $err) = try_as_role($node, 'orders_svc',
-		"SELECT 'renewed' FROM public.snowflake_renew_lease($orders->{token}, NULL::bigint)");
-	is($out, 'renewed', 'slow lease statements: orders_svc renews while billing\'s transaction is open') or diag($err);
+	renews($node, 'orders_svc', $orders->{token},
+		'slow lease statements: orders_svc renews while billing\'s transaction is open');
 	is(su_psql($node, "SELECT state FROM pg_stat_activity WHERE pid = $billing_pid"),
 		'idle in transaction', 'slow lease statements: billing\'s transaction was still open during the renewal');
-	($ret, $out, $err) = try_as_role($node, 'orders_svc',
+	my ($ret, $out, $err) = try_as_role($node, 'orders_svc',
 		"SELECT public.snowflake_release_lease($orders->{token}, NULL::bigint)");
 	is($out, 't', 'slow lease statements: orders_svc releases while billing\'s transaction is open') or diag($err);
 	$billing->query('ROLLBACK');
@@ -517,9 +523,7 @@ $node->stop;
 	($ret, $out, $err) = try_as_role(
 		$node, 'svc', qq{BEGIN;
 DECLARE c NO SCROLL CURSOR FOR
-SELECT worker_id || '|' || token || '|' || (extract(epoch FROM not_before) * 1000)::bigint || '|'
-       || (extract(epoch FROM not_after) * 1000)::bigint
-  FROM public.snowflake_lease_worker('cursor', interval '1 hour');
+@{[ lease_sql('public', 'cursor', '1 hour') ]};
 FETCH 1 FROM c;
 ROLLBACK;});
 	my $cursor = split_lease($out);
@@ -533,9 +537,7 @@ ROLLBACK;});
 			  || $second->{not_before} >= $lease->{not_after} - 1,
 			"rollback: the next grant does not overlap the $name grant's window");
 		ok($second->{token} > $lease->{token}, "rollback: the next grant's token is above the $name grant's");
-		($ret, $out, $err) = try_as_role($node, 'svc',
-			"SELECT 'renewed' FROM public.snowflake_renew_lease($lease->{token}, NULL::bigint)");
-		is($out, 'renewed', "rollback: the $name grant's token still renews") or diag($err);
+		renews($node, 'svc', $lease->{token}, "rollback: the $name grant's token still renews");
 	}
 	isnt($cursor->{worker_id}, $first->{worker_id}, 'rollback: the cursor grant got another worker id');
 	$node->stop;

@@ -327,12 +327,6 @@ sub partman_partitions
 		map { partman_partition($table, $_, $day_ids) } @days);
 }
 
-# The day of the largest ID in the partman table, under the first layout.
-sub max_day
-{
-	return $node->safe_psql('pm', "SELECT max(id) / $day_ids FROM events");
-}
-
 subtest 'pg_partman: create_parent, premake, run_maintenance, retention' => sub {
 	plan skip_all => $no_partman unless $have_partman;
 
@@ -380,7 +374,8 @@ SELECT partman.run_maintenance();
 INSERT INTO events (payload) SELECT 'now' FROM generate_series(1, 20);
 SELECT partman.run_maintenance();
 });
-	my $max_day = max_day();
+	# The day of the largest ID, under the first layout.
+	my $max_day = $node->safe_psql('pm', "SELECT max(id) / $day_ids FROM events");
 	is(partitions('pm', 'events'), partman_partitions('events', $b .. $max_day + 3),
 		'run_maintenance(): new rows of today make 3 partitions above today\'s');
 	is( $node->safe_psql(

@@ -1,13 +1,7 @@
 # snowflake_nextval() and worker-id leases behind PgBouncer in transaction
-# mode, where a server connection serves many clients and outlives them.
-# Proves: (1) 80 pgbench clients on 4 server connections get distinct IDs,
-# ascending per backend, one worker id per server connection; (2) a
-# time-scoped lease is renewed and released by other clients; (3) with
-# snowflake.allow_connection_leases off a connection-scoped grant fails
-# (55000, DETAIL, HINT) and one taken before still holds; (4) with it on, a
-# connection-scoped lease belongs to the server connection, not the client,
-# and ends only when PgBouncer closes it; (5) in a pool of one, any client
-# renews and releases it.  Fails on 15 without pgbouncer, skipped elsewhere.
+# mode, where a server connection serves many clients and outlives them; the
+# numbered parts below say what each proves.  Fails on 15 without pgbouncer,
+# skipped elsewhere.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -68,15 +62,12 @@ END
 	local $?;
 	$bouncer->kill_kill if defined $bouncer && $bouncer->pumpable;
 }
-sub slurp_log
-{
-	return -f $log ? PostgreSQL::Test::Utils::slurp_file($log) : '';
-}
 SnowflakeTest::wait_until(
 	sub {
 		$bouncer->pump_nb;
 		die "pgbouncer exited: $bouncer_err" unless $bouncer->pumpable;
-		return slurp_log() =~ /listening on 127\.0\.0\.1:\Q$port\E/;
+		return -f $log
+		  && PostgreSQL::Test::Utils::slurp_file($log) =~ /listening on 127\.0\.0\.1:\Q$port\E/;
 	},
 	'pgbouncer to listen');
 

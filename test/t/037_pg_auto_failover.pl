@@ -35,21 +35,15 @@ my ($testname) = basename($0) =~ /^(.*)\.pl$/;
 
 # The steps of docs/high-availability.md marked "run by: test/t/037..." are
 # read from the page, the test's pg_ctl, directories and ports put in place
-# of the guide's (each key of %subst, which $text must hold).
+# of the guide's (each key of %subst, which the command must hold).
 my $page = 'docs/high-availability.md';
-
-sub from_guide
-{
-	my ($text, %subst) = @_;
-	return SnowflakeDocs::substitute($text,
-		'/usr/lib/postgresql/15/bin/pg_ctl' => $pg_ctl, %subst);
-}
 
 # The arguments of the guide's "pg_autoctl create ..." command (run with "&").
 sub autoctl_args
 {
 	my ($block, $prefix, %subst) = @_;
-	my $command = from_guide(SnowflakeDocs::command($block, $prefix), %subst);
+	my $command = SnowflakeDocs::substitute(SnowflakeDocs::command($block, $prefix),
+		'/usr/lib/postgresql/15/bin/pg_ctl' => $pg_ctl, %subst);
 	$command =~ s/\s+&$// or die "the guide runs \"$command\" in the foreground";
 	my ($program, @args) = Text::ParseWords::shellwords($command);
 	return @args;

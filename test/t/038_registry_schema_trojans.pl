@@ -88,6 +88,13 @@ SELECT n.beats FROM public.snowflake_nodes AS n, public.snowflake_status() AS s
  WHERE n.instance_id = s.instance_id});
 }
 
+# Runs $sql in appdb as app: (exit code, stdout, stderr).
+sub as_app
+{
+	my ($sql) = @_;
+	return $node->psql('appdb', $sql, extra_params => [ '-U', 'app' ]);
+}
+
 sub app_is_superuser
 {
 	return $node->safe_psql('postgres',
@@ -159,9 +166,7 @@ unlike(
 # --- recording after a rename, with a look-alike under the old name ----------
 $node->safe_psql('appdb',
 	'ALTER SCHEMA public RENAME TO real_ext; ALTER SCHEMA evil RENAME TO public');
-my ($ret, $out, $err) = $node->psql(
-	'appdb', 'SELECT real_ext.snowflake_nextval() > 0',
-	extra_params => [ '-U', 'app' ]);
+my ($ret, $out, $err) = as_app('SELECT real_ext.snowflake_nextval() > 0');
 is($out, 't', 'an ID after the rename');
 is( $node->safe_psql(
 		'appdb',
@@ -173,19 +178,15 @@ $node->safe_psql('appdb',
 
 # --- recording refuses in a READ ONLY transaction -----------------------------
 $node->safe_psql('appdb', 'DELETE FROM public.snowflake_layout');
-($ret, $out, $err) = $node->psql(
-	'appdb', q{\set VERBOSITY verbose
-BEGIN READ ONLY;
-SELECT snowflake_nextval();},
-	extra_params => [ '-U', 'app' ]);
+($ret, $out, $err) =
+  as_app("\\set VERBOSITY verbose\nBEGIN READ ONLY;\nSELECT snowflake_nextval();");
 like(
 	$err,
 	qr/ERROR:  25006: cannot execute snowflake_nextval\(\) in a read-only transaction
 DETAIL:  The server's snowflake layout is not yet recorded in database "appdb", and recording it writes to snowflake_layout\.
 HINT:  Call snowflake_nextval\(\) once in a read-write transaction after a layout change\./,
 	'recording refuses in a READ ONLY transaction, as nextval() does');
-($ret, $out, $err) =
-  $node->psql('appdb', 'SELECT snowflake_nextval() > 0', extra_params => [ '-U', 'app' ]);
+($ret, $out, $err) = as_app('SELECT snowflake_nextval() > 0');
 is($out, 't', 'and records in a read-write one');
 is($node->safe_psql('appdb', 'SELECT count(*) FROM public.snowflake_layout'),
 	'1', 'one layout recorded');
@@ -211,8 +212,7 @@ CREATE TRIGGER note AFTER INSERT ON public.snowflake_layout
   FOR EACH ROW EXECUTE FUNCTION public.note_writer('recording');
 DELETE FROM public.snowflake_layout;
 });
-($ret, $out, $err) =
-  $node->psql('appdb', 'SELECT snowflake_nextval() > 0', extra_params => [ '-U', 'app' ]);
+($ret, $out, $err) = as_app('SELECT snowflake_nextval() > 0');
 is($out, 't', 'an ID, recorded by the new owner');
 ok( $node->poll_query_until(
 		'appdb', "SELECT count(DISTINCT what) = 2 FROM public.writers"),
@@ -242,10 +242,7 @@ ok( $node->poll_query_until(
                                  || 'has a deferrable trigger, "note_at_commit"'
             FROM public.snowflake_status()}),
 	'a deferrable trigger on snowflake_nodes fails the rounds, reported');
-($ret, $out, $err) = $node->psql(
-	'appdb', q{\set VERBOSITY verbose
-SELECT snowflake_nextval();},
-	extra_params => [ '-U', 'app' ]);
+($ret, $out, $err) = as_app("\\set VERBOSITY verbose\nSELECT snowflake_nextval();");
 like(
 	$err,
 	qr/ERROR:  55000: table "snowflake_layout" of the snowflake extension has a deferrable trigger, "note_at_commit"/,
@@ -261,10 +258,7 @@ ok( $node->poll_query_until(
 
 # Reading the history is the caller's, as a query would be.
 $node->safe_psql('appdb', 'REVOKE SELECT ON public.snowflake_layout FROM PUBLIC');
-($ret, $out, $err) = $node->psql(
-	'appdb', q{\set VERBOSITY verbose
-SELECT snowflake_decode(1);},
-	extra_params => [ '-U', 'app' ]);
+($ret, $out, $err) = as_app("\\set VERBOSITY verbose\nSELECT snowflake_decode(1);");
 like(
 	$err,
 	qr/ERROR:  42501: permission denied for table snowflake_layout/,

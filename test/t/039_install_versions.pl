@@ -1,10 +1,6 @@
-# A fresh install builds 1.6 and nothing older (CREATE EXTENSION ... VERSION
-# of 1.0 to 1.5 is PostgreSQL's own 22023 refusal), and a database at each
-# released version (1.0 to 1.3), updated on a relocated copy that still
-# installs 1.0, has a fresh 1.6's catalog item by item: the gate of
-# src/extension/snowflake--1.3--1.6.sql.  Also: a database at 1.3 under
-# library 1.6 warns at its first ID and at each registry start; the update
-# chain step by step (test/old_versions/sql/upgrade.sql).
+# The gate of src/extension/snowflake--1.3--1.6.sql (test/README.md says what
+# it proves): databases at the released versions are made on a relocated copy
+# of the installation that still installs 1.0.
 
 use strict;
 use warnings;
@@ -64,6 +60,18 @@ sub extversion
 	return $node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = 'snowflake'");
 }
 
+# A new database $db at $version (1.0 from the fixture, then the shipped
+# update scripts), where $sql then runs.
+sub database_at
+{
+	my ($node, $db, $version, $sql) = @_;
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+	$node->safe_psql($db, "CREATE EXTENSION snowflake VERSION '1.0';\n"
+		  . ($version eq '1.0' ? '' : "ALTER EXTENSION snowflake UPDATE TO '$version';\n")
+		  . ($sql // ''));
+	return;
+}
+
 # Settings of the regression tests (test/conf/regress.conf).
 sub start_node
 {
@@ -119,10 +127,7 @@ for my $version (@never_released)
 for my $version (@released)
 {
 	my $db = 'from_' . ($version =~ tr/./_/r);
-	$old->safe_psql('postgres', "CREATE DATABASE $db");
-	$old->safe_psql($db, "CREATE EXTENSION snowflake VERSION '1.0'");
-	$old->safe_psql($db, "ALTER EXTENSION snowflake UPDATE TO '$version'")
-	  if $version ne '1.0';
+	database_at($old, $db, $version);
 	is(extversion($old, $db), $version,
 		"a database at $version: 1.0 from the fixture, then the shipped update scripts");
 	is(messages_of($old, $db, 'ALTER EXTENSION snowflake UPDATE'), '',
@@ -151,11 +156,7 @@ is( scalar(grep { !/^[-+] function snowflake_(id_interval\(interval\)|extra\(\))
 
 # A table named snowflake in the extension's schema: the update to 1.6,
 # which adds the type snowflake, says so, and succeeds once it is renamed.
-$old->safe_psql('postgres', 'CREATE DATABASE clash');
-$old->safe_psql('clash', q{
-CREATE EXTENSION snowflake VERSION '1.0';
-ALTER EXTENSION snowflake UPDATE TO '1.3';
-CREATE TABLE snowflake (x integer);});
+database_at($old, 'clash', '1.3', 'CREATE TABLE snowflake (x integer)');
 is( messages_of($old, 'clash', "\\set SHOW_CONTEXT never\nALTER EXTENSION snowflake UPDATE"),
 	"ERROR:  42710: schema \"public\" already has a type named \"snowflake\"\n"
 	  . "DETAIL:  Version 1.6 adds the type snowflake to the extension's schema; a table named "
@@ -170,11 +171,8 @@ is(extversion($old, 'clash'), $current, "and the database is at $current");
 
 # A view over snowflake_status(): the update, which recreates the function
 # with more columns, names the view, and succeeds once it is dropped.
-$old->safe_psql('postgres', 'CREATE DATABASE statusview');
-$old->safe_psql('statusview', q{
-CREATE EXTENSION snowflake VERSION '1.0';
-ALTER EXTENSION snowflake UPDATE TO '1.3';
-CREATE VIEW my_status AS SELECT ids_issued FROM snowflake_status();});
+database_at($old, 'statusview', '1.3',
+	'CREATE VIEW my_status AS SELECT ids_issued FROM snowflake_status()');
 like(messages_of($old, 'statusview', 'ALTER EXTENSION snowflake UPDATE'),
 	qr/\AERROR:  2BP01: cannot drop function snowflake_status\(\) because other objects depend on it\nDETAIL:  view my_status depends on function snowflake_status\(\)/,
 	'a view over snowflake_status() stops the update to 1.6, naming the view (2BP01)');
@@ -183,9 +181,7 @@ is(messages_of($old, 'statusview', 'ALTER EXTENSION snowflake UPDATE'), '',
 	'once the view is dropped, the update succeeds');
 
 # --- 1.3 under library 1.6 -----------------------------------------------------
-$old->safe_psql('postgres', 'CREATE DATABASE at13');
-$old->safe_psql('at13',
-	"CREATE EXTENSION snowflake VERSION '1.0'; ALTER EXTENSION snowflake UPDATE TO '1.3'");
+database_at($old, 'at13', '1.3');
 
 # The first ID of a session warns, once; not the next one.
 my ($ret, $out, $err) = $old->psql('at13',

@@ -30,13 +30,6 @@ is(length($good), 128 * 512, 'the file has a block for each of the 128 worker id
 is(scalar(grep { lease_block($file, $_) eq "\0" x 512 } 1 .. 127),
 	0, 'and no block of zeros');
 
-sub restore_file
-{
-	open my $fh, '>:raw', $file or die "open $file: $!";
-	print $fh $good;
-	close $fh;
-}
-
 # Starts the damaged node: it must refuse, with this detail.
 sub refuses
 {
@@ -46,7 +39,7 @@ sub refuses
 		$log,
 		qr/FATAL:  file "\Q$file\E" does not hold a valid snowflake lease state\n.*DETAIL:  \Q$detail\E\n.*HINT:  Restore snowflake.lease_state from a backup of this data directory.  Otherwise, stop every application that holds a worker-id lease of this server, then remove the file: the server forgets every lease and its history, leases worker ids again from this run's generation floor, and numbers tokens anew, so a holder still running would share its worker id with the next holder./,
 		"$damage: the log names the file, the block and the fix");
-	restore_file();
+	SnowflakeTest::write_file($file, $good);
 }
 
 # Two one-hour leases, a clean stop: B's block zeroed.

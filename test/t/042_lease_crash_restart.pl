@@ -46,13 +46,17 @@ sub expired_lease
 }
 
 # Kills a backend with SIGKILL; the postmaster then restarts all processes
-# or exits, as restart_after_crash says.
+# or exits, as restart_after_crash says: waits until it has logged $logged.
 sub kill_backend
 {
+	my ($logged) = @_;
+	my $offset = -s $node->logfile;
 	my $victim = $node->background_psql('postgres');
 	my $pid = $victim->query_safe('SELECT pg_backend_pid()');
 	kill 'KILL', $pid;
 	eval { $victim->quit };
+	$node->wait_for_log($logged, $offset);
+	return;
 }
 
 # After each crash: the first change (the spare lease's release) must
@@ -84,9 +88,7 @@ $node->append_conf('postgresql.conf', 'restart_after_crash = on');
 $node->restart;
 my ($expired, $spare) = expired_lease('expired 1');
 my ($expired_before, $long_before) = (lease_row($expired), lease_row($long_token));
-my $offset = -s $node->logfile;
-kill_backend();
-$node->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
+kill_backend(qr/all server processes terminated; reinitializing/);
 $node->poll_query_until('postgres', 'SELECT true')
   or die 'the server did not come back after its crash';
 unchanged_after('a crash restart of the postmaster', $expired, $spare, $expired_before, $long_before);
@@ -96,9 +98,7 @@ $node->append_conf('postgresql.conf', 'restart_after_crash = off');
 $node->restart;
 ($expired, $spare) = expired_lease('expired 2');
 ($expired_before, $long_before) = (lease_row($expired), lease_row($long_token));
-$offset = -s $node->logfile;
-kill_backend();
-$node->wait_for_log(qr/database system is shut down/, $offset);
+kill_backend(qr/database system is shut down/);
 $node->stop('immediate', fail_ok => 1);
 is(read_lease_header(lease_file($node))->{clean}, 0,
 	'the crash left the lease file not cleanly shut down');
@@ -115,11 +115,9 @@ unchanged_after('an immediate stop and a start', $expired, $spare, $expired_befo
 # 4. A crash of the machine: the same crash, and a header recording another
 # boot of the machine, as after a reboot.  The first change settles.
 ($expired, $spare) = expired_lease('expired 4');
-$offset = -s $node->logfile;
 my $before_kill_ms = $node->safe_psql('postgres',
 	q{SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint});
-kill_backend();
-$node->wait_for_log(qr/database system is shut down/, $offset);
+kill_backend(qr/database system is shut down/);
 $node->stop('immediate', fail_ok => 1);
 my $file = lease_file($node);
 my $header = read_lease_header($file);
@@ -129,9 +127,7 @@ $node->start;
 is(read_lease_header($file)->{settle}, 1,
 	'after a crash in another boot, the header says a settle is pending');
 # A crash before the first change leaves the settle due.
-$offset = -s $node->logfile;
-kill_backend();
-$node->wait_for_log(qr/database system is shut down/, $offset);
+kill_backend(qr/database system is shut down/);
 $node->stop('immediate', fail_ok => 1);
 $node->start;
 is(read_lease_header($file)->{settle}, 1, 'a crash before the first change leaves it pending');
