@@ -30,6 +30,13 @@ extern "C"
 
 namespace {
 
+/* c.h's Abs() is gone from PostgreSQL 17. */
+int64
+Magnitude(int64 value)
+{
+	return value < 0 ? -value : value;
+}
+
 constexpr int kMaxClockPeers = 64;
 
 /* Another instance's heartbeats, as this worker has seen them. */
@@ -109,7 +116,7 @@ InstanceText(const pg_uuid_t *instance)
 void
 ReportChange(ClockPeer *peer, bool running, int64 disagreement, const char *database)
 {
-	int64 size = Abs(disagreement);
+	int64 size = Magnitude(disagreement);
 	bool beyond = size > g_settings.clock_skew_threshold_ms;
 
 	if (!running && peer->reported_ms != 0)
@@ -164,10 +171,11 @@ LargestSkewSlot(SharedState *state, bool skewed_only, RegistrySlot *out)
 	SpinLockAcquire(&state->registry_mutex);
 	for (const RegistrySlot &slot : state->registries)
 	{
-		if (slot.phase != kRegistryRunning || Abs(slot.clock_skew_ms) <= largest_size ||
+		if (slot.phase != kRegistryRunning ||
+			Magnitude(slot.clock_skew_ms) <= largest_size ||
 			(skewed_only ? !slot.clock_skewed : slot.absent || slot.clock_peers == 0))
 			continue;
-		largest_size = Abs(slot.clock_skew_ms);
+		largest_size = Magnitude(slot.clock_skew_ms);
 		*out = slot;
 	}
 	SpinLockRelease(&state->registry_mutex);
@@ -320,7 +328,8 @@ ReportClockSkewRefusal(SharedState *state)
 				   "by at least " INT64_FORMAT " ms (this node's clock %s), and "
 				   "snowflake.on_clock_skew is \"refuse\".",
 				   slot.clock_skewed_peers, slot.clock_peers, slot.clock_skew_node,
-				   Abs(slot.clock_skew_ms), slot.clock_skew_ms > 0 ? "ahead" : "behind"),
+				   Magnitude(slot.clock_skew_ms),
+				   slot.clock_skew_ms > 0 ? "ahead" : "behind"),
 		 errhint("Find which clock is wrong by comparing each node with a trusted time "
 				 "source, and repair its time synchronization: IDs resume at the next "
 				 "registry round after the clocks agree.  Or set snowflake.on_clock_skew "
