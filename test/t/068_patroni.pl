@@ -286,6 +286,7 @@ my @explained = (
 	qr/the database system is (starting up|shutting down|not yet accepting connections|in recovery mode)/,
 	qr/requested starting point \S+ on timeline \d+ is not in this server's history/,
 	qr/could not start WAL streaming/,
+	qr/replication slot "node\d" does not exist/,
 	qr/highest timeline \d+ of the primary is behind recovery timeline \d+/,
 	qr/system clock is \d+ ms behind the snowflake reservation/);
 for my $name (qw(node1 node2))
