@@ -282,7 +282,7 @@ my @explained = (
 	qr/could not receive data from WAL stream/,
 	qr/could not connect to the primary server/,
 	qr/could not send end-of-streaming message to primary/,
-	qr/terminating (connection|walreceiver process) due to administrator command/,
+	qr/terminating (connection|walreceiver process|background worker "snowflake [^"]+") due to administrator command/,
 	qr/the database system is (starting up|shutting down|not yet accepting connections|in recovery mode)/,
 	qr/requested starting point \S+ on timeline \d+ is not in this server's history/,
 	qr/could not start WAL streaming/,
