@@ -160,8 +160,14 @@ WriteLeaseBlock(int fd, uint32 n, const void *data, size_t size)
 
 	memset(block, 0, kLeaseBlockSize);
 	memcpy(block, data, size);
-	return pwrite(fd, block, kLeaseBlockSize, static_cast<off_t>(n) * kLeaseBlockSize) ==
-		kLeaseBlockSize;
+	/* A short write sets no errno: report it as a full disk, as PostgreSQL does. */
+	errno = 0;
+	if (pwrite(fd, block, kLeaseBlockSize, static_cast<off_t>(n) * kLeaseBlockSize) ==
+		kLeaseBlockSize)
+		return true;
+	if (errno == 0)
+		errno = ENOSPC;
+	return false;
 }
 
 /* Writes block n as the empty image of worker id n. */
@@ -171,11 +177,7 @@ WriteEmptyBlock(int fd, const char *path, uint32 n)
 	const LeaseImage image = EmptyLeaseImage(n);
 
 	if (!WriteLeaseBlock(fd, n, &image, sizeof(image)))
-	{
-		if (errno == 0)
-			errno = ENOSPC;
 		FailOn(fd, "write", path);
-	}
 }
 
 /*

@@ -14,7 +14,7 @@ pg_crc32c	LeaseImageCrc(const LeaseImage &image);
 /* The block of a worker id never leased: magic, worker id and CRC, the rest zeros. */
 LeaseImage EmptyLeaseImage(uint32 worker_id);
 
-/* Writes "size" bytes of "data", zero-padded, as block n of "fd"; false on failure. */
+/* Writes "size" bytes of "data", zero-padded, as block n of "fd"; false (errno set) on failure. */
 bool WriteLeaseBlock(int fd, uint32 n, const void *data, size_t size);
 
 /* _PG_init, before the pg_upgrade guard removes its marker: is an empty file new? */
