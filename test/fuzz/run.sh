@@ -1,26 +1,24 @@
 #!/usr/bin/env bash
 # The fuzz tier: on one throwaway cluster with the extension preloaded,
-# test/fuzz/targeted.pl (which says what it runs and checks), then
 # sqlsmith's random queries, as an ordinary role, in a database with tables
 # of snowflake IDs and SQL copies of the extension's functions.  What
 # sqlsmith catches is a crash or a statement that ignores the cancel of
-# statement_timeout, not its own errors.  After both: the postmaster runs,
+# statement_timeout, not its own errors.  After it: the postmaster runs,
 # a session opened at the start is still there (a crash ends every
 # session), the server log shows no crash, and no query is left running.
-# Prints each part's statement count, the seed, and last
+# Prints the statement count, the seed, and last
 #   fuzz: N checks passed
 # Exits non-zero on any failure, keeping the cluster's directory (scripts,
 # outputs, server log) for a replay.  Run as the unprivileged tester with
 # the extension installed (test/run-tests.sh does).
 #
-#   FUZZ_SEED              the seed of both parts (default: random; printed)
-#   FUZZ_ITERATIONS        random programs per targeted section (default 40)
+#   FUZZ_SEED              sqlsmith's seed (default: random; printed)
 #   FUZZ_SQLSMITH_SECONDS  how long sqlsmith runs (default 40)
 #   FUZZ_SQLSMITH_QUERIES  the most queries it sends (default 100000)
-#   FUZZ_STATEMENT_TIMEOUT the statement_timeout of the fuzzers' sessions
-#                          (default 5s; their setups run without one)
+#   FUZZ_STATEMENT_TIMEOUT the statement_timeout of sqlsmith's sessions
+#                          (default 5s; its setup runs without one)
 #   FUZZ_TIMEOUT           the approximate limit of the whole tier, in seconds
-#                          (default 420): each step gets what is left, but at
+#                          (default 180): each step gets what is left, but at
 #                          least a few seconds, and the checks at the end wait
 #                          for the statement timeout, so a run that reaches
 #                          the limit overshoots it by up to a minute or so
@@ -31,18 +29,16 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
 seed=${FUZZ_SEED:-$(((RANDOM << 15 | RANDOM) % 2147483647))}
-iterations=${FUZZ_ITERATIONS:-40}
 sqlsmith_seconds=${FUZZ_SQLSMITH_SECONDS:-40}
 sqlsmith_queries=${FUZZ_SQLSMITH_QUERIES:-100000}
 statement_timeout=${FUZZ_STATEMENT_TIMEOUT:-5s}
-total_timeout=${FUZZ_TIMEOUT:-420}
+total_timeout=${FUZZ_TIMEOUT:-180}
 start=$SECONDS
 deadline=$((SECONDS + total_timeout))
-# A replay generates the same targeted programs and starts sqlsmith from the
-# same seed; but sqlsmith's run is cut by time and steered by the errors it
-# meets, so it is not exactly replayable (its query count is printed below:
-# FUZZ_SQLSMITH_QUERIES set to it comes closer).
-echo "fuzz: seed $seed (replay: FUZZ_SEED=$seed FUZZ_ITERATIONS=$iterations FUZZ_SQLSMITH_SECONDS=$sqlsmith_seconds FUZZ_SQLSMITH_QUERIES=$sqlsmith_queries FUZZ_STATEMENT_TIMEOUT=$statement_timeout bash test/fuzz/run.sh; sqlsmith's part is not exactly replayable)"
+# sqlsmith's run is cut by time and steered by the errors it meets, so a
+# run with the same seed is not exactly a replay (its query count is
+# printed below: FUZZ_SQLSMITH_QUERIES set to it comes closer).
+echo "fuzz: seed $seed (FUZZ_SEED=$seed FUZZ_SQLSMITH_SECONDS=$sqlsmith_seconds FUZZ_SQLSMITH_QUERIES=$sqlsmith_queries FUZZ_STATEMENT_TIMEOUT=$statement_timeout bash test/fuzz/run.sh comes close to a replay)"
 
 # shellcheck source=test/lib/cluster.sh
 . "$here/../lib/cluster.sh"
@@ -85,7 +81,7 @@ left() {
 	echo "$rest"
 }
 
-# The fuzzers' errors would flood the log: only LOG, FATAL and PANIC
+# sqlsmith's errors would flood the log: only LOG, FATAL and PANIC
 # (crashes, with their query) go there; and no JIT, whose compile time
 # would dwarf the queries'.  A query whose client went away (sqlsmith
 # stopped by its time limit) ends (client_connection_check_interval).
@@ -105,11 +101,9 @@ port=$(cluster_port server)
 export PGHOST=$tmp PGPORT=$port PGUSER=postgres PGDATABASE=fuzz PGCONNECT_TIMEOUT=10
 export HOME=$tmp
 psql_admin() { psql -X -q -At -v ON_ERROR_STOP=1 -d postgres "$@"; }
-# fuzz_plain: targeted.pl's ordinary role, taken with SET ROLE only.  The
-# setups run with statement_timeout=0 (PGOPTIONS), so that a slow CREATE
-# INDEX or ANALYZE on a loaded machine is no hang.
+# The setup runs with statement_timeout=0 (PGOPTIONS), so that a slow
+# CREATE INDEX or ANALYZE on a loaded machine is no hang.
 psql_admin -v st="$statement_timeout" <<'EOF'
-CREATE ROLE fuzz_plain NOLOGIN;
 CREATE ROLE smith LOGIN;
 CREATE DATABASE fuzz;
 CREATE DATABASE smith;
@@ -122,12 +116,7 @@ statement_timeout_ms=$(psql -X -At -d fuzz -c "SELECT setting FROM pg_settings W
 # The extension in "postgres" too: a second database with a node registry
 # (snowflake.database is '', so every database with the extension has one).
 psql_admin -c 'CREATE EXTENSION snowflake'
-psql -X -q -v ON_ERROR_STOP=1 -d fuzz <<'EOF'
-CREATE EXTENSION snowflake;
-GRANT EXECUTE ON FUNCTION snowflake_lease_worker(text, interval, timestamptz),
-                          snowflake_renew_lease(bigint, bigint, timestamptz),
-                          snowflake_release_lease(bigint, bigint) TO fuzz_plain;
-EOF
+psql -X -q -v ON_ERROR_STOP=1 -d fuzz -c 'CREATE EXTENSION snowflake'
 
 # What must last: the postmaster, and a session opened now (a crash of any
 # backend makes the postmaster end every session and start them anew).
@@ -145,24 +134,6 @@ watcher_active() {
 	return 1
 }
 check "the session opened at the start (fuzz_watcher) is running" watcher_active
-
-# ---------------------------------------------------------------- targeted
-echo "--- targeted (test/fuzz/targeted.pl)"
-targeted_start=$SECONDS
-targeted_status=0
-# Its own budget is smaller than the limit that stops it, so that it ends
-# by itself, with its summary, before that limit.
-targeted_limit=$(left 330)
-targeted_budget=$((targeted_limit - 30))
-[ "$targeted_budget" -lt $((targeted_limit / 2)) ] && targeted_budget=$((targeted_limit / 2))
-FUZZ_SEED=$seed FUZZ_ITERATIONS=$iterations FUZZ_WORKDIR=$work FUZZ_TARGETED_SECONDS=$targeted_budget FUZZ_SERVER_LOG=$log \
-	timeout --foreground -k 10 "$targeted_limit" perl "$here/targeted.pl" 2>&1 | tee "$tmp/targeted.log" ||
-	targeted_status=$?
-targeted_statements=$(sed -n 's/^targeted: \([0-9]*\) statements, .*/\1/p' "$tmp/targeted.log")
-targeted_checks=$(sed -n 's/^targeted: .* \([0-9]*\) checks passed, .*/\1/p' "$tmp/targeted.log")
-check "targeted part (exit status $targeted_status)" [ "$targeted_status" -eq 0 ]
-checks=$((checks + ${targeted_checks:-0}))
-echo "--- targeted: ${targeted_statements:-?} statements in $((SECONDS - targeted_start)) s"
 
 # ---------------------------------------------------------------- sqlsmith
 # Its database: the extension, tables of snowflake IDs and edge values, and
@@ -299,7 +270,7 @@ if check "sqlsmith's database set up" smith_setup; then
 fi
 
 # ---------------------------------------------------------------- the server
-# No query still running.  Every statement of the fuzzers ends within
+# No query still running.  Every statement of sqlsmith's ends within
 # statement_timeout once cancellable, and a query of sqlsmith's, stopped
 # mid-query, when the server notices its client gone (within
 # client_connection_check_interval); so wait up to twice the timeout and 10
@@ -352,7 +323,7 @@ no_crash_in_log() {
 check "no crash, Assert() failure or PANIC in the server log" no_crash_in_log
 check "the extension still issues IDs" psql -X -q -At -d fuzz -c 'SELECT snowflake_nextval()' -o /dev/null
 
-echo "fuzz: targeted ${targeted_statements:-?} statements, sqlsmith $smith_queries statements; $((SECONDS - start)) s in all (seed $seed)"
+echo "fuzz: sqlsmith $smith_queries statements; $((SECONDS - start)) s in all (seed $seed)"
 if [ ${#failures[@]} -ne 0 ]; then
 	echo "fuzz: server log: $log (last lines below)"
 	grep -v "$parallel_error" "$log" | tail -n 30
