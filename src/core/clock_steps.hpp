@@ -28,7 +28,8 @@
  * nowhere IDs have not been.  So does a pending step as far as IDs already
  * reach (TrustUpTo).
  *
- * Nothing here reads a clock: the caller passes both clocks in.
+ * Nothing here reads a clock: the caller passes both clocks, or their
+ * readers, in.
  */
 #ifndef SNOWFLAKE_CORE_CLOCK_STEPS_HPP
 #define SNOWFLAKE_CORE_CLOCK_STEPS_HPP
@@ -100,6 +101,45 @@ ClockObservation ObserveClock(ClockTrust &trust, const ClockStepRules &rules,
  */
 int64_t TrustUpTo(ClockTrust &trust, int64_t realtime_us, int64_t boottime_us,
 				  int64_t reached_unix_us);
+
+/* Both clocks as at one moment. */
+struct ClockPair
+{
+	int64_t realtime_us;
+	int64_t boottime_us;
+};
+
+/* Reads of a pair whose boot times lie at most this far apart are kept. */
+constexpr int64_t kClockPairSpreadUs = 100;
+constexpr int kClockPairTries = 8;
+
+/*
+ * Reads the boot time on each side of the wall clock and keeps the pair of
+ * the narrowest bracket, trying again while it is wider than
+ * kClockPairSpreadUs: a preemption between two reads would shift the offset
+ * by its length, and a step back of that length would be seen.
+ */
+template <typename ReadRealtime, typename ReadBoottime>
+ClockPair
+ReadClockPair(ReadRealtime read_realtime, ReadBoottime read_boottime)
+{
+	ClockPair best{0, 0};
+	int64_t best_spread = INT64_MAX;
+
+	for (int i = 0; i < kClockPairTries && best_spread > kClockPairSpreadUs; i++)
+	{
+		int64_t before = read_boottime();
+		int64_t realtime = read_realtime();
+		int64_t after = read_boottime();
+
+		if (after - before < best_spread)
+		{
+			best_spread = after - before;
+			best = ClockPair{realtime, before + best_spread / 2};
+		}
+	}
+	return best;
+}
 
 /* Whether a forward step is waiting for its confirmation. */
 inline bool

@@ -157,7 +157,11 @@ InitClockWatch(SharedState *state)
 {
 	SpinLockInit(&state->clock_mutex);
 	if (!trust_kept && !LoadClockTrust(&state->clock_trust))
-		state->clock_trust = snowflake::TrustClock(NowUnixUs(), NowBootUs());
+	{
+		snowflake::ClockPair now = snowflake::ReadClockPair(NowUnixUs, NowBootUs);
+
+		state->clock_trust = snowflake::TrustClock(now.realtime_us, now.boottime_us);
+	}
 	else if (trust_kept)
 		state->clock_trust = kept_trust;
 	pg_atomic_init_u64(&state->clock_steps_forward, 0);
@@ -238,12 +242,13 @@ int64_t
 ObserveClockUs(int64_t ids_reach_unix_us)
 {
 	SharedState *state = SharedStateIfAttached();
-	int64 realtime_us = NowUnixUs();
 
 	if (state == nullptr)
-		return realtime_us;
+		return NowUnixUs();
 
-	int64 boottime_us = NowBootUs();
+	snowflake::ClockPair now = snowflake::ReadClockPair(NowUnixUs, NowBootUs);
+	int64 realtime_us = now.realtime_us;
+	int64 boottime_us = now.boottime_us;
 	snowflake::ClockStepRules rules{int64{g_settings.clock_step_threshold_ms} * 1000,
 									int64{g_settings.clock_step_confirmation_ms} * 1000};
 

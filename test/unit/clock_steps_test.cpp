@@ -4,6 +4,7 @@
  *	  or corrected, steps back followed, slew and suspend not taken for steps.
  */
 #include <cstdint>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -264,6 +265,50 @@ TEST(ClockSteps, TrustUpToWithoutAPendingStepIsTheClock)
 						kUnix0 + host.boot + kDay),
 			  kUnix0 + host.boot);
 	EXPECT_EQ(host.trust.trusted_offset_us, before.trusted_offset_us);
+}
+
+/* Reads served in turn from a script of boot times; the wall clock counts reads. */
+struct ScriptedClocks
+{
+	std::vector<int64_t> boot;
+	size_t next_boot = 0;
+	int64_t realtime_reads = 0;
+
+	ClockPair Read()
+	{
+		return ReadClockPair([this] { return kUnix0 + ++realtime_reads; },
+							 [this] { return boot.at(next_boot++); });
+	}
+};
+
+TEST(ClockPair, APreemptionBetweenTheReadsIsReadAgain)
+{
+	/* 2 ms pass between the first two reads: that pair would be 2 ms off. */
+	ScriptedClocks clocks{{1000, 3000, 3010, 3050, 9000, 9010}};
+	ClockPair pair = clocks.Read();
+
+	EXPECT_EQ(pair.realtime_us, kUnix0 + 2);
+	EXPECT_EQ(pair.boottime_us, 3030);
+	EXPECT_EQ(clocks.next_boot, 4u) << "a narrow pair ends the reads";
+}
+
+TEST(ClockPair, AlwaysWideKeepsTheNarrowestPair)
+{
+	std::vector<int64_t> boot;
+
+	for (int i = 0; i < kClockPairTries; i++)
+	{
+		int64_t start = 1000000 * (i + 1);
+
+		boot.push_back(start);
+		boot.push_back(start + (i == 3 ? 500 : 5000));
+	}
+	ScriptedClocks clocks{boot};
+	ClockPair pair = clocks.Read();
+
+	EXPECT_EQ(clocks.realtime_reads, kClockPairTries);
+	EXPECT_EQ(pair.realtime_us, kUnix0 + 4);
+	EXPECT_EQ(pair.boottime_us, 4000000 + 250);
 }
 
 } /* namespace */
