@@ -109,15 +109,13 @@ struct ClockPair
 	int64_t boottime_us;
 };
 
-/* Reads of a pair whose boot times lie at most this far apart are kept. */
 constexpr int64_t kClockPairSpreadUs = 100;
 constexpr int kClockPairTries = 8;
 
 /*
- * Reads the boot time on each side of the wall clock and keeps the pair of
- * the narrowest bracket, trying again while it is wider than
- * kClockPairSpreadUs: a preemption between two reads would shift the offset
- * by its length, and a step back of that length would be seen.
+ * Reads the boot time on each side of the wall clock, again while the two
+ * lie over kClockPairSpreadUs apart, and keeps the narrowest pair: a
+ * preemption between two reads would look like a step back of its length.
  */
 template <typename ReadRealtime, typename ReadBoottime>
 ClockPair
