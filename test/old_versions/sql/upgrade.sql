@@ -128,14 +128,3 @@ SELECT extversion = (SELECT default_version FROM pg_available_extensions
 -- Still working after the update.
 SELECT snowflake_nextval() > 0 AS works;
 
--- The recorded layouts accept only what the settings accept (since 1.6).
-\set VERBOSITY terse
-INSERT INTO snowflake_layout (first_id, epoch, node_bits, worker_bits, sequence_bits)
-    VALUES (1, 'infinity', 3, 7, 12);
-INSERT INTO snowflake_layout (first_id, epoch, node_bits, worker_bits, sequence_bits)
-    VALUES (1, '-infinity', 3, 7, 12);
-INSERT INTO snowflake_layout (first_id, epoch, node_bits, worker_bits, sequence_bits)
-    VALUES (1, '2025-01-01', 0, 0, 32);
-INSERT INTO snowflake_layout (first_id, epoch, node_bits, worker_bits, sequence_bits)
-    VALUES (1, '2025-01-01', 17, 0, 12);
-\set VERBOSITY default
