@@ -116,6 +116,8 @@ constexpr int kClockPairTries = 8;
  * Reads the boot time on each side of the wall clock, again while the two
  * lie over kClockPairSpreadUs apart, and keeps the narrowest pair: a
  * preemption between two reads would look like a step back of its length.
+ * The pair takes the later boot time, so its offset is never too high and
+ * the trusted time never runs past the wall clock.
  */
 template <typename ReadRealtime, typename ReadBoottime>
 ClockPair
@@ -130,10 +132,10 @@ ReadClockPair(ReadRealtime read_realtime, ReadBoottime read_boottime)
 		int64_t realtime = read_realtime();
 		int64_t after = read_boottime();
 
-		if (after - before < best_spread)
+		if (i == 0 || after - before < best_spread)
 		{
 			best_spread = after - before;
-			best = ClockPair{realtime, before + best_spread / 2};
+			best = ClockPair{realtime, after};
 		}
 	}
 	return best;
